@@ -1,0 +1,110 @@
+/*
+ * ClusterTopology: the directed-link graph of a GPU cluster (GPUs, NVSwitches, NICs,
+ * fabric switches). Built once by GpuClusterHelper; read by every network backend.
+ */
+#ifndef GPUSIM_CLUSTER_TOPOLOGY_H
+#define GPUSIM_CLUSTER_TOPOLOGY_H
+
+#include "ns3/object.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+enum class TopoVertexType : uint8_t
+{
+    Gpu,
+    NvSwitch,
+    Nic,
+    Switch,
+};
+
+struct TopoVertex
+{
+    TopoVertexType type = TopoVertexType::Switch;
+    uint32_t server = 0; //!< server index (GPU, NvSwitch, Nic); 0 for fabric switches
+    uint32_t index = 0;  //!< local index (GPU/NIC within server; switch id within its tier)
+    uint16_t tier = 0;   //!< fabric tier for switches: 1 = leaf/edge, 2 = spine/agg, 3 = core
+    std::string name;
+};
+
+enum class TopoLinkKind : uint8_t
+{
+    NvLink, //!< GPU <-> NVSwitch inside a server
+    Pcie,   //!< GPU <-> NIC
+    Nic,    //!< NIC <-> first fabric switch
+    Fabric, //!< switch <-> switch
+};
+
+/// One direction of a physical link.
+struct TopoLink
+{
+    uint32_t from = 0;
+    uint32_t to = 0;
+    double bitsPerSec = 0;
+    double latencySec = 0;
+    TopoLinkKind kind = TopoLinkKind::Fabric;
+    uint32_t reverse = 0; //!< id of the opposite direction
+};
+
+class ClusterTopology : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    ClusterTopology();
+
+    // ---- construction (used by GpuClusterHelper) ----
+    uint32_t AddVertex(const TopoVertex& v);
+    /// Adds both directions; returns the id of the from->to direction (reverse = id + 1).
+    uint32_t AddDuplexLink(uint32_t a, uint32_t b, double bitsPerSec, double latencySec,
+                           TopoLinkKind kind);
+    /// Registers GPU number `gpu` (global rank order = server-major) at vertex v on server s.
+    void SetGpu(uint32_t gpu, uint32_t vertex, uint32_t server, uint32_t nicVertex);
+    void SetDescription(const std::string& d);
+
+    // ---- queries ----
+    uint32_t GetNGpus() const;
+    uint32_t GetNServers() const;
+    uint32_t GpuVertex(uint32_t gpu) const;
+    uint32_t ServerOf(uint32_t gpu) const;
+    uint32_t NicOf(uint32_t gpu) const; //!< NIC vertex used by this GPU for inter-server traffic
+    uint32_t LocalIndex(uint32_t gpu) const; //!< GPU index inside its server
+    const std::vector<TopoVertex>& Vertices() const;
+    const std::vector<TopoLink>& Links() const;
+    const std::vector<uint32_t>& OutLinks(uint32_t vertex) const;
+    const std::string& GetDescription() const;
+
+    /// Directed link ids from srcGpu to dstGpu. Same server: over NVLink/NVSwitch. Otherwise
+    /// GPU -> its NIC -> fabric shortest path -> dst NIC -> dst GPU. Among equal-cost next hops
+    /// the choice is a deterministic hash of flowHash (per-flow ECMP). Empty if src == dst.
+    /// Throws std::runtime_error if no path exists.
+    std::vector<uint32_t> Route(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowHash) const;
+
+    /// Sum of link latencies along a route (seconds).
+    double PathLatency(const std::vector<uint32_t>& route) const;
+    /// Minimum bandwidth along a route (bits/s).
+    double PathBottleneck(const std::vector<uint32_t>& route) const;
+
+  private:
+    const std::vector<uint32_t>& DistancesTo(uint32_t dstVertex) const;
+
+    std::vector<TopoVertex> m_vertices;
+    std::vector<TopoLink> m_links;
+    std::vector<std::vector<uint32_t>> m_out; //!< out-link ids per vertex
+    std::vector<uint32_t> m_gpuVertex;
+    std::vector<uint32_t> m_gpuServer;
+    std::vector<uint32_t> m_gpuNic;
+    std::vector<uint32_t> m_gpuLocal;
+    uint32_t m_nServers = 0;
+    std::string m_description;
+    //! BFS hop distances over switches/NICs to a destination vertex, cached lazily.
+    mutable std::unordered_map<uint32_t, std::vector<uint32_t>> m_distCache;
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_CLUSTER_TOPOLOGY_H

@@ -1,0 +1,43 @@
+/*
+ * GPU hardware description used by cost models and GpuNode.
+ */
+#ifndef GPUSIM_GPU_SPEC_H
+#define GPUSIM_GPU_SPEC_H
+
+#include "ns3/op-ir.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+struct GpuSpec
+{
+    std::string name = "NVIDIA H100 80GB HBM3"; //!< as cudaGetDeviceProperties reports it
+    std::string arch = "sm_90";
+    int ccMajor = 9;
+    int ccMinor = 0;
+    uint32_t smCount = 132;
+    uint64_t memoryBytes = 80ull << 30;       //!< HBM capacity
+    double hbmBytesPerSec = 3.35e12;          //!< HBM bandwidth
+    double pcieBytesPerSec = 64e9;            //!< host<->device copy bandwidth (per direction)
+    double kernelLaunchUs = 2.0;              //!< fixed device-side cost per kernel
+    std::map<DataType, double> peakFlops;     //!< dense tensor-core peak per dtype (FLOP/s)
+
+    /// Peak for a dtype; falls back to F32 then to the largest entry.
+    double PeakFlops(DataType t) const;
+};
+
+/// Built-in GPU models: "h100-sxm", "a100-sxm" (published datasheet numbers).
+bool LookupGpuSpec(const std::string& model, GpuSpec& out);
+/// Names accepted by LookupGpuSpec.
+std::string KnownGpuModels();
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_GPU_SPEC_H

@@ -1,0 +1,60 @@
+/*
+ * NetworkBackend: the one interface the engine uses to move bytes between GPUs.
+ * Implementations: FlowBackend (max-min fair, flow level), PacketBackend (ns-3 packets).
+ */
+#ifndef GPUSIM_NETWORK_BACKEND_H
+#define GPUSIM_NETWORK_BACKEND_H
+
+#include "ns3/cluster-topology.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/ptr.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ns3
+{
+
+/// What a backend reports when a transfer is delivered.
+struct TransferRecord
+{
+    uint64_t id = 0;
+    uint32_t srcGpu = 0;
+    uint32_t dstGpu = 0;
+    uint64_t bytes = 0;
+    Time start;     //!< when StartTransfer was called
+    Time delivered; //!< when the last byte arrived at dstGpu
+};
+
+class NetworkBackend : public Object
+{
+  public:
+    using DeliveredCallback = std::function<void(const TransferRecord&)>;
+
+    static TypeId GetTypeId();
+    ~NetworkBackend() override;
+
+    virtual void SetTopology(Ptr<ClusterTopology> topology) = 0;
+    virtual Ptr<ClusterTopology> GetTopology() const = 0;
+
+    /// Starts moving `bytes` from srcGpu to dstGpu now. `id` is chosen by the caller and must be
+    /// unique among transfers in flight; `flowKey` feeds the ECMP hash (e.g. channel number).
+    /// `done` is called exactly once, at delivery time. When several transfers are delivered
+    /// at the same simulated time, callbacks run in increasing id order.
+    virtual void StartTransfer(uint64_t id, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes,
+                               uint64_t flowKey, DeliveredCallback done) = 0;
+
+    /// Transfers started but not yet delivered (for stuck-run reports).
+    virtual std::vector<TransferRecord> InFlight() const = 0;
+
+    virtual std::string GetName() const = 0;
+
+    /// Number of transfers delivered so far.
+    virtual uint64_t GetDeliveredCount() const = 0;
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_NETWORK_BACKEND_H

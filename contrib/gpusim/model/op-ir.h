@@ -1,0 +1,203 @@
+/*
+ * gpusim Op IR: the per-rank, per-host-thread list of device-API operations that every
+ * workload source (shim recorder, Kineto reader, generators) produces and the engine runs.
+ * On-disk form ("gpusim trace", version 1): a directory with manifest.json plus one JSON-lines
+ * file per rank; see doc/op-ir.md.
+ */
+#ifndef GPUSIM_OP_IR_H
+#define GPUSIM_OP_IR_H
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+constexpr uint32_t kOpIrVersion = 1;
+
+enum class OpKind : uint8_t
+{
+    HostWork,        //!< CPU time on the host thread only (cpuUs)
+    Kernel,          //!< kernel launch on a stream
+    Memcpy,          //!< copy on a stream (async) or blocking (sync copy)
+    Memset,          //!< memset on a stream
+    EventRecord,     //!< cudaEventRecord(event, stream)
+    StreamWaitEvent, //!< cudaStreamWaitEvent(stream, event)
+    EventSync,       //!< cudaEventSynchronize(event): host blocks
+    StreamSync,      //!< cudaStreamSynchronize(stream): host blocks
+    DeviceSync,      //!< cudaDeviceSynchronize(): host blocks on all streams of the rank
+    StreamCreate,    //!< stream creation (flags: 1 = non-blocking, priority)
+    Malloc,          //!< device allocation (bytes, ptr)
+    Free,            //!< device free (ptr)
+    CommInit,        //!< communicator creation: comm id, nranks, commRank
+    Collective,      //!< NCCL collective or P2P (Send/Recv) on a stream
+    ThreadSignal,    //!< cross-thread dependency: this thread signals token
+    ThreadWait,      //!< cross-thread dependency: host waits for token
+    Marker,          //!< annotation (iteration / NVTX range) begin or end
+};
+
+enum class CollKind : uint8_t
+{
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    Reduce,
+    AllToAll,
+    Send,
+    Recv,
+};
+
+enum class DataType : uint8_t
+{
+    F32,
+    F16,
+    BF16,
+    F64,
+    I8,
+    U8,
+    I32,
+    U32,
+    I64,
+    U64,
+    F8E4M3,
+    F8E5M2,
+};
+
+enum class MemcpyKind : uint8_t
+{
+    HostToHost,
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+    Default,
+    PeerToPeer,
+};
+
+enum class MarkerPhase : uint8_t
+{
+    Begin,
+    End,
+    Instant,
+};
+
+/// Shape of a dense GEMM (per batch element), used by roofline cost models.
+struct GemmShape
+{
+    uint64_t m = 0; //!< rows of C; 0 means "not a GEMM"
+    uint64_t n = 0;
+    uint64_t k = 0;
+    uint64_t batch = 1;
+    DataType dtype = DataType::BF16;
+};
+
+/// One operation. A flat record: which fields matter depends on kind (see doc/op-ir.md).
+struct Op
+{
+    OpKind kind = OpKind::HostWork;
+    uint32_t thread = 0;  //!< host thread index within the rank
+    double cpuUs = 0;     //!< host time spent before this op is issued (gap + call cost)
+    int64_t stream = 0;   //!< stream id; 0 = legacy default stream
+    std::string name;     //!< kernel name / marker name / free-form label
+    double durUs = -1;    //!< recorded device duration (us), -1 if unknown
+    uint64_t bytes = 0;   //!< memcpy/memset/malloc bytes; collective payload bytes (see doc)
+    // Kernel launch shape and cost-model inputs.
+    std::array<uint32_t, 3> grid{1, 1, 1};
+    std::array<uint32_t, 3> block{1, 1, 1};
+    uint32_t sharedMem = 0;
+    double flops = 0;     //!< FLOPs of the kernel, 0 if unknown
+    double memBytes = 0;  //!< bytes moved through HBM, 0 if unknown
+    GemmShape gemm;
+    // Copies.
+    MemcpyKind copyKind = MemcpyKind::Default;
+    bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
+    // Events / streams / memory.
+    uint64_t event = 0;
+    uint32_t flags = 0;
+    int32_t priority = 0;
+    uint64_t ptr = 0;
+    // Collectives.
+    CollKind coll = CollKind::AllReduce;
+    std::string comm;     //!< communicator id (hex of the unique id, or a name)
+    uint64_t seq = 0;     //!< per-communicator sequence number on this rank
+    DataType dtype = DataType::F32;
+    uint64_t count = 0;   //!< element count as passed to NCCL
+    int32_t root = -1;    //!< root (Broadcast/Reduce) in communicator ranks
+    int32_t peer = -1;    //!< peer (Send/Recv) in communicator ranks
+    uint64_t group = 0;   //!< nonzero: ops of one ncclGroupStart/End share this id
+    int32_t nranks = 0;   //!< CommInit: communicator size
+    int32_t commRank = 0; //!< CommInit: this rank's index in the communicator
+    // Cross-thread dependencies.
+    uint64_t token = 0;
+    // Markers.
+    MarkerPhase phase = MarkerPhase::Instant;
+    double recordedUs = -1; //!< recorded timestamp (us from trace start), -1 if unknown
+};
+
+/// All operations of one rank (one GPU), in issue order; Op::thread names the host thread.
+struct RankTrace
+{
+    uint32_t rank = 0;
+    std::string device;   //!< GPU model the trace was recorded on (informational)
+    std::vector<Op> ops;
+};
+
+/// A whole job: every rank plus free-form metadata from the manifest.
+struct JobTrace
+{
+    uint32_t version = kOpIrVersion;
+    std::string source;   //!< "shim", "kineto", "generator", ...
+    std::vector<RankTrace> ranks;
+    std::map<std::string, std::string> metadata;
+};
+
+/// Error in a trace file: names the file, the line (1-based, 0 if none) and what was wrong.
+class TraceFormatError : public std::runtime_error
+{
+  public:
+    TraceFormatError(const std::string& file, uint64_t line, const std::string& reason);
+    const std::string& File() const { return m_file; }
+    uint64_t Line() const { return m_line; }
+    const std::string& Reason() const { return m_reason; }
+
+  private:
+    std::string m_file;
+    uint64_t m_line;
+    std::string m_reason;
+};
+
+// Names used on disk and in outputs (lower case).
+const char* ToString(OpKind k);
+const char* ToString(CollKind k);
+const char* ToString(DataType t);
+const char* ToString(MemcpyKind k);
+bool ParseOpKind(const std::string& s, OpKind& out);
+bool ParseCollKind(const std::string& s, CollKind& out);
+bool ParseDataType(const std::string& s, DataType& out);
+bool ParseMemcpyKind(const std::string& s, MemcpyKind& out);
+/// Size of one element in bytes (fp8 = 1).
+uint32_t DataTypeSize(DataType t);
+
+/// Reads a gpusim trace directory (manifest.json + per-rank JSON-lines). Throws TraceFormatError.
+JobTrace ReadJobTrace(const std::string& dir);
+/// Reads one rank file (JSON-lines). Throws TraceFormatError.
+RankTrace ReadRankTrace(const std::string& file, uint32_t rank);
+/// Serialises one op as a single JSON line (no trailing newline).
+std::string OpToJsonLine(const Op& op);
+/// Writes a trace directory atomically (temp files renamed into place). Throws std::runtime_error.
+void WriteJobTrace(const JobTrace& job, const std::string& dir);
+
+/// Checks cross-op consistency of a job (streams, events, communicators, collective matching
+/// by (comm, seq)) and throws TraceFormatError naming the rank/op on the first problem.
+void ValidateJobTrace(const JobTrace& job);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_OP_IR_H
