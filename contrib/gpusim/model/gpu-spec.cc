@@ -1,0 +1,85 @@
+#include "ns3/gpu-spec.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+double
+GpuSpec::PeakFlops(DataType t) const
+{
+    auto it = peakFlops.find(t);
+    if (it != peakFlops.end())
+    {
+        return it->second;
+    }
+    it = peakFlops.find(DataType::F32);
+    if (it != peakFlops.end())
+    {
+        return it->second;
+    }
+    double best = 0;
+    for (const auto& [dtype, flops] : peakFlops)
+    {
+        best = std::max(best, flops);
+    }
+    return best;
+}
+
+bool
+LookupGpuSpec(const std::string& model, GpuSpec& out)
+{
+    // Dense (no sparsity) peaks from NVIDIA's datasheets.
+    if (model == "h100-sxm" || model == "h100")
+    {
+        GpuSpec s;
+        s.name = "NVIDIA H100 80GB HBM3";
+        s.arch = "sm_90";
+        s.ccMajor = 9;
+        s.ccMinor = 0;
+        s.smCount = 132;
+        s.memoryBytes = 80ull << 30;
+        s.hbmBytesPerSec = 3.35e12;
+        s.pcieBytesPerSec = 64e9; // PCIe Gen5 x16
+        s.peakFlops = {{DataType::F64, 67e12},
+                       {DataType::F32, 67e12},   // FP32 non-tensor; TF32 tensor is 494.5e12
+                       {DataType::F16, 989.5e12},
+                       {DataType::BF16, 989.5e12},
+                       {DataType::F8E4M3, 1979e12},
+                       {DataType::F8E5M2, 1979e12},
+                       {DataType::I8, 1979e12}};
+        out = s;
+        return true;
+    }
+    if (model == "a100-sxm" || model == "a100")
+    {
+        GpuSpec s;
+        s.name = "NVIDIA A100-SXM4-80GB";
+        s.arch = "sm_80";
+        s.ccMajor = 8;
+        s.ccMinor = 0;
+        s.smCount = 108;
+        s.memoryBytes = 80ull << 30;
+        s.hbmBytesPerSec = 2.039e12;
+        s.pcieBytesPerSec = 32e9; // PCIe Gen4 x16
+        s.peakFlops = {{DataType::F64, 19.5e12},
+                       {DataType::F32, 19.5e12}, // TF32 tensor is 156e12
+                       {DataType::F16, 312e12},
+                       {DataType::BF16, 312e12},
+                       {DataType::I8, 624e12}};
+        out = s;
+        return true;
+    }
+    return false;
+}
+
+std::string
+KnownGpuModels()
+{
+    return "h100-sxm, a100-sxm";
+}
+
+} // namespace gpusim
+} // namespace ns3
