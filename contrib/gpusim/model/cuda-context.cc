@@ -1,0 +1,682 @@
+#include "ns3/cuda-context.h"
+
+#include "ns3/log.h"
+#include "ns3/nccl-collective.h"
+#include "ns3/simulator.h"
+
+#include <memory>
+#include <sstream>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("CudaContext");
+NS_OBJECT_ENSURE_REGISTERED(CudaContext);
+NS_OBJECT_ENSURE_REGISTERED(HostThread);
+
+using gpusim::Op;
+using gpusim::OpKind;
+
+namespace
+{
+Time
+MicroSecondsToTime(double us)
+{
+    return NanoSeconds(static_cast<int64_t>(std::llround(us * 1e3)));
+}
+} // namespace
+
+// ---------------------------------------------------------------- HostThread
+
+TypeId
+HostThread::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::HostThread")
+                            .SetParent<Object>()
+                            .SetGroupName("Gpusim")
+                            .AddConstructor<HostThread>();
+    return tid;
+}
+
+HostThread::HostThread() = default;
+HostThread::~HostThread() = default;
+
+void
+HostThread::DoDispose()
+{
+    m_context = nullptr;
+    m_ops.clear();
+    Object::DoDispose();
+}
+
+void
+HostThread::Setup(CudaContext* context, uint32_t index, std::vector<const Op*> ops)
+{
+    m_context = context;
+    m_index = index;
+    m_ops = std::move(ops);
+}
+
+void
+HostThread::Start()
+{
+    m_started = true;
+    Simulator::ScheduleNow(&HostThread::Advance, this);
+}
+
+bool
+HostThread::IsFinished() const
+{
+    return m_finished;
+}
+
+Time
+HostThread::GetFinishTime() const
+{
+    return m_finishTime;
+}
+
+uint32_t
+HostThread::GetIndex() const
+{
+    return m_index;
+}
+
+void
+HostThread::Resume()
+{
+    m_blocked = false;
+    m_blockedOn.clear();
+    Advance();
+}
+
+void
+HostThread::Advance()
+{
+    while (!m_blocked)
+    {
+        if (m_next == m_ops.size())
+        {
+            if (!m_group.empty())
+            {
+                IssueGroup();
+                continue;
+            }
+            m_finished = true;
+            m_finishTime = Simulator::Now();
+            NS_LOG_INFO("rank " << m_context->GetRank() << " thread " << m_index << " finished at "
+                                << m_finishTime);
+            return;
+        }
+        const Op& op = *m_ops[m_next];
+        // An open ncclGroup is launched when the next op does not belong to it.
+        if (!m_group.empty() &&
+            !(op.kind == OpKind::Collective && op.group == m_group.front()->group))
+        {
+            IssueGroup();
+            continue;
+        }
+        if (!m_cpuPaid && op.cpuUs > 0)
+        {
+            m_cpuPaid = true;
+            Simulator::Schedule(MicroSecondsToTime(op.cpuUs), &HostThread::Advance, this);
+            return;
+        }
+        m_cpuPaid = false;
+        ++m_next;
+        if (op.kind == OpKind::Collective && op.group != 0)
+        {
+            m_group.push_back(&op);
+            continue;
+        }
+        if (Issue(op))
+        {
+            return;
+        }
+    }
+}
+
+void
+HostThread::IssueGroup()
+{
+    StreamItem item;
+    item.type = StreamItem::Type::Collective;
+    item.ops = std::move(m_group);
+    m_group.clear();
+    int64_t stream = item.ops.front()->stream;
+    m_context->Submit(stream, std::move(item));
+}
+
+bool
+HostThread::Issue(const Op& op)
+{
+    CudaContext* ctx = m_context;
+    auto block = [this](const std::string& why) {
+        m_blocked = true;
+        m_blockedOn = why;
+    };
+    auto resume = [this]() { Resume(); };
+    switch (op.kind)
+    {
+    case OpKind::HostWork:
+        return false;
+    case OpKind::Kernel:
+    case OpKind::Memset:
+    case OpKind::Memcpy: {
+        StreamItem item;
+        item.type = StreamItem::Type::Work;
+        item.ops = {&op};
+        bool sync = op.kind == OpKind::Memcpy && !op.async;
+        if (sync)
+        {
+            item.onDone = resume;
+            block(std::string("synchronous memcpy on stream ") + std::to_string(op.stream));
+        }
+        ctx->Submit(op.stream, std::move(item));
+        return sync;
+    }
+    case OpKind::EventRecord: {
+        StreamItem item;
+        item.type = StreamItem::Type::EventRecord;
+        item.event = op.event;
+        item.version = ctx->IssueEventRecord(op.event);
+        ctx->Submit(op.stream, std::move(item));
+        return false;
+    }
+    case OpKind::StreamWaitEvent: {
+        uint64_t v = ctx->LatestEventVersion(op.event);
+        if (v == 0)
+        {
+            return false; // waiting on a never-recorded event is a no-op in CUDA
+        }
+        StreamItem item;
+        item.type = StreamItem::Type::WaitEvent;
+        item.event = op.event;
+        item.version = v;
+        ctx->Submit(op.stream, std::move(item));
+        return false;
+    }
+    case OpKind::EventSync: {
+        uint64_t v = ctx->LatestEventVersion(op.event);
+        if (ctx->IsEventDone(op.event, v))
+        {
+            return false;
+        }
+        block("event_sync on event " + std::to_string(op.event) + " version " + std::to_string(v));
+        ctx->WhenEventDone(op.event, v, resume);
+        return true;
+    }
+    case OpKind::StreamSync: {
+        Ptr<CudaStream> s = ctx->GetStream(op.stream);
+        uint64_t target = s->GetEnqueuedSeq();
+        if (s->GetCompletedSeq() >= target)
+        {
+            return false;
+        }
+        block("stream_sync on stream " + std::to_string(op.stream) + ": " + s->DescribePending());
+        s->WhenCompleted(target, resume);
+        return true;
+    }
+    case OpKind::DeviceSync:
+        block("device_sync");
+        ctx->WhenDeviceIdle(resume);
+        return true;
+    case OpKind::StreamCreate:
+        ctx->CreateStream(op.stream, (op.flags & 1) != 0, op.priority);
+        return false;
+    case OpKind::Malloc:
+        ctx->Malloc(op.ptr, op.bytes);
+        return false;
+    case OpKind::Free:
+        ctx->Free(op.ptr);
+        return false;
+    case OpKind::CommInit:
+        return false; // membership is wired at install time
+    case OpKind::Collective: {
+        StreamItem item;
+        item.type = StreamItem::Type::Collective;
+        item.ops = {&op};
+        ctx->Submit(op.stream, std::move(item));
+        return false;
+    }
+    case OpKind::ThreadSignal:
+        ctx->Signal(op.token);
+        return false;
+    case OpKind::ThreadWait:
+        if (ctx->IsSignalled(op.token))
+        {
+            return false;
+        }
+        block("wait for token " + std::to_string(op.token) + " from another thread");
+        ctx->WhenSignalled(op.token, resume);
+        return true;
+    case OpKind::Marker:
+        ctx->RecordMarker(m_index, &op);
+        return false;
+    }
+    return false;
+}
+
+std::string
+HostThread::DescribeState() const
+{
+    if (m_finished)
+    {
+        return "";
+    }
+    std::ostringstream os;
+    os << "thread " << m_index << " at op " << m_next << "/" << m_ops.size();
+    if (m_blocked)
+    {
+        os << " blocked on " << m_blockedOn;
+    }
+    else if (!m_started)
+    {
+        os << " never started";
+    }
+    return os.str();
+}
+
+// ---------------------------------------------------------------- CudaContext
+
+TypeId
+CudaContext::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::CudaContext")
+            .SetParent<Object>()
+            .SetGroupName("Gpusim")
+            .AddConstructor<CudaContext>()
+            .AddTraceSource("Activity",
+                            "A kernel, copy, memset or NCCL launch finished on any stream",
+                            MakeTraceSourceAccessor(&CudaContext::m_activityTrace),
+                            "ns3::CudaStream::ActivityCallback");
+    return tid;
+}
+
+CudaContext::CudaContext() = default;
+CudaContext::~CudaContext() = default;
+
+void
+CudaContext::DoDispose()
+{
+    for (auto& t : m_threads)
+    {
+        t->Dispose();
+    }
+    m_threads.clear();
+    m_streams.clear();
+    m_comms.clear();
+    m_events.clear();
+    m_tokenWaiters.clear();
+    m_node = nullptr;
+    m_costModel = nullptr;
+    Object::DoDispose();
+}
+
+void
+CudaContext::Setup(Ptr<GpuNode> node, uint32_t rank, Ptr<KernelCostModel> costModel)
+{
+    m_node = node;
+    m_rank = rank;
+    m_costModel = costModel;
+}
+
+Ptr<GpuNode>
+CudaContext::GetNode() const
+{
+    return m_node;
+}
+
+uint32_t
+CudaContext::GetRank() const
+{
+    return m_rank;
+}
+
+Ptr<KernelCostModel>
+CudaContext::GetCostModel() const
+{
+    return m_costModel;
+}
+
+void
+CudaContext::Load(const gpusim::RankTrace& trace)
+{
+    std::map<uint32_t, std::vector<const Op*>> perThread;
+    for (const Op& op : trace.ops)
+    {
+        perThread[op.thread].push_back(&op);
+    }
+    for (auto& [index, ops] : perThread)
+    {
+        Ptr<HostThread> t = CreateObject<HostThread>();
+        t->Setup(this, index, std::move(ops));
+        m_threads.push_back(t);
+    }
+}
+
+void
+CudaContext::StartThreads()
+{
+    for (auto& t : m_threads)
+    {
+        t->Start();
+    }
+}
+
+void
+CudaContext::CreateStream(int64_t id, bool nonBlocking, int32_t priority)
+{
+    auto it = m_streams.find(id);
+    if (it != m_streams.end())
+    {
+        return; // re-creation of a live id (handle reuse) keeps the stream
+    }
+    Ptr<CudaStream> s = CreateObject<CudaStream>();
+    s->Setup(this, id, nonBlocking && id != 0, priority);
+    m_node->AddApplication(s);
+    m_streams[id] = s;
+}
+
+Ptr<CudaStream>
+CudaContext::GetStream(int64_t id)
+{
+    auto it = m_streams.find(id);
+    if (it == m_streams.end())
+    {
+        CreateStream(id, false, 0);
+        it = m_streams.find(id);
+    }
+    return it->second;
+}
+
+const std::map<int64_t, Ptr<CudaStream>>&
+CudaContext::GetStreams() const
+{
+    return m_streams;
+}
+
+uint64_t
+CudaContext::Submit(int64_t streamId, StreamItem item)
+{
+    Ptr<CudaStream> target = GetStream(streamId);
+    // Legacy default stream semantics: work on stream 0 waits for all blocking streams, and
+    // work on a blocking stream waits for stream 0.
+    if (!target->IsNonBlocking())
+    {
+        if (streamId == 0)
+        {
+            for (auto& [id, s] : m_streams)
+            {
+                if (id != 0 && !s->IsNonBlocking() && s->GetCompletedSeq() < s->GetEnqueuedSeq())
+                {
+                    StreamItem w;
+                    w.type = StreamItem::Type::WaitStream;
+                    w.otherStream = id;
+                    w.otherSeq = s->GetEnqueuedSeq();
+                    target->Enqueue(std::move(w));
+                }
+            }
+        }
+        else
+        {
+            Ptr<CudaStream> legacy = GetStream(0);
+            if (legacy->GetCompletedSeq() < legacy->GetEnqueuedSeq())
+            {
+                StreamItem w;
+                w.type = StreamItem::Type::WaitStream;
+                w.otherStream = 0;
+                w.otherSeq = legacy->GetEnqueuedSeq();
+                target->Enqueue(std::move(w));
+            }
+        }
+    }
+    return target->Enqueue(std::move(item));
+}
+
+uint64_t
+CudaContext::IssueEventRecord(uint64_t event)
+{
+    return ++m_events[event].issued;
+}
+
+uint64_t
+CudaContext::LatestEventVersion(uint64_t event) const
+{
+    auto it = m_events.find(event);
+    return it == m_events.end() ? 0 : it->second.issued;
+}
+
+bool
+CudaContext::IsEventDone(uint64_t event, uint64_t version) const
+{
+    if (version == 0)
+    {
+        return true;
+    }
+    auto it = m_events.find(event);
+    return it != m_events.end() && it->second.done.count(version) != 0;
+}
+
+void
+CudaContext::CompleteEvent(uint64_t event, uint64_t version)
+{
+    EventState& e = m_events[event];
+    e.done.insert(version);
+    auto range = e.waiters.equal_range(version);
+    for (auto it = range.first; it != range.second; ++it)
+    {
+        Simulator::ScheduleNow(std::move(it->second));
+    }
+    e.waiters.erase(range.first, range.second);
+}
+
+void
+CudaContext::WhenEventDone(uint64_t event, uint64_t version, std::function<void()> cb)
+{
+    if (IsEventDone(event, version))
+    {
+        Simulator::ScheduleNow(std::move(cb));
+        return;
+    }
+    m_events[event].waiters.emplace(version, std::move(cb));
+}
+
+void
+CudaContext::Signal(uint64_t token)
+{
+    m_signalled.insert(token);
+    auto range = m_tokenWaiters.equal_range(token);
+    for (auto it = range.first; it != range.second; ++it)
+    {
+        Simulator::ScheduleNow(std::move(it->second));
+    }
+    m_tokenWaiters.erase(range.first, range.second);
+}
+
+bool
+CudaContext::IsSignalled(uint64_t token) const
+{
+    return m_signalled.count(token) != 0;
+}
+
+void
+CudaContext::WhenSignalled(uint64_t token, std::function<void()> cb)
+{
+    if (IsSignalled(token))
+    {
+        Simulator::ScheduleNow(std::move(cb));
+        return;
+    }
+    m_tokenWaiters.emplace(token, std::move(cb));
+}
+
+bool
+CudaContext::Malloc(uint64_t ptr, uint64_t bytes)
+{
+    if (!m_node->Allocate(bytes))
+    {
+        std::ostringstream os;
+        os << "rank " << m_rank << ": out of memory at " << Simulator::Now().As(Time::US)
+           << " allocating " << bytes << " bytes (" << m_node->GetMemoryUsed() << " of "
+           << m_node->GetSpec().memoryBytes << " in use)";
+        AddError(os.str());
+        return false;
+    }
+    if (ptr != 0)
+    {
+        m_allocations[ptr] = bytes;
+    }
+    return true;
+}
+
+void
+CudaContext::Free(uint64_t ptr)
+{
+    auto it = m_allocations.find(ptr);
+    if (it != m_allocations.end())
+    {
+        m_node->Release(it->second);
+        m_allocations.erase(it);
+    }
+}
+
+const std::vector<std::string>&
+CudaContext::GetErrors() const
+{
+    return m_errors;
+}
+
+void
+CudaContext::AddError(const std::string& e)
+{
+    NS_LOG_WARN(e);
+    m_errors.push_back(e);
+}
+
+void
+CudaContext::AddCommunicator(const std::string& comm, Ptr<NcclCollective> app)
+{
+    m_comms[comm] = app;
+}
+
+Ptr<NcclCollective>
+CudaContext::GetCommunicator(const std::string& comm) const
+{
+    auto it = m_comms.find(comm);
+    return it == m_comms.end() ? nullptr : it->second;
+}
+
+void
+CudaContext::LaunchCollective(const std::vector<const Op*>& ops, std::function<void()> done)
+{
+    auto remaining = std::make_shared<size_t>(ops.size());
+    auto partDone = [remaining, done]() {
+        if (--*remaining == 0)
+        {
+            done();
+        }
+    };
+    for (const Op* op : ops)
+    {
+        Ptr<NcclCollective> comm = GetCommunicator(op->comm);
+        if (!comm)
+        {
+            AddError("rank " + std::to_string(m_rank) + ": " + gpusim::ToString(op->coll) +
+                     " on unknown communicator " + op->comm);
+            continue; // the stream stays blocked; the stuck report names it
+        }
+        comm->Launch(op, partDone);
+    }
+}
+
+void
+CudaContext::WhenDeviceIdle(std::function<void()> cb)
+{
+    // Wait for the last item of every stream as of now, one stream after another.
+    auto targets = std::make_shared<std::vector<std::pair<Ptr<CudaStream>, uint64_t>>>();
+    for (auto& [id, s] : m_streams)
+    {
+        if (s->GetCompletedSeq() < s->GetEnqueuedSeq())
+        {
+            targets->push_back({s, s->GetEnqueuedSeq()});
+        }
+    }
+    auto step = std::make_shared<std::function<void(size_t)>>();
+    *step = [targets, step, cb](size_t i) {
+        if (i == targets->size())
+        {
+            Simulator::ScheduleNow(cb);
+            *step = nullptr; // break the self-reference cycle
+            return;
+        }
+        auto [s, seq] = (*targets)[i];
+        auto next = *step;
+        s->WhenCompleted(seq, [next, i]() { next(i + 1); });
+    };
+    (*step)(0);
+}
+
+void
+CudaContext::RecordMarker(uint32_t thread, const Op* op)
+{
+    m_markers.push_back({m_rank, thread, op, Simulator::Now()});
+}
+
+const std::vector<MarkerRecord>&
+CudaContext::GetMarkers() const
+{
+    return m_markers;
+}
+
+const std::vector<Ptr<HostThread>>&
+CudaContext::GetThreads() const
+{
+    return m_threads;
+}
+
+bool
+CudaContext::IsFinished() const
+{
+    for (const auto& t : m_threads)
+    {
+        if (!t->IsFinished())
+        {
+            return false;
+        }
+    }
+    for (const auto& [id, s] : m_streams)
+    {
+        if (!s->IsIdle())
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string
+CudaContext::DescribeState() const
+{
+    std::ostringstream os;
+    for (const auto& t : m_threads)
+    {
+        std::string d = t->DescribeState();
+        if (!d.empty())
+        {
+            os << "  rank " << m_rank << " host " << d << "\n";
+        }
+    }
+    for (const auto& [id, s] : m_streams)
+    {
+        std::string d = s->DescribePending();
+        if (!d.empty())
+        {
+            os << "  rank " << m_rank << " " << d << "\n";
+        }
+    }
+    return os.str();
+}
+
+} // namespace ns3

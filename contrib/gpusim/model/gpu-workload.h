@@ -1,0 +1,106 @@
+/*
+ * GpuWorkload: a job (Op IR) installed on a cluster: one CudaContext per rank with its host
+ * threads and streams, NCCL communicators wired to a network backend. After Simulator::Run()
+ * it checks that everything finished (stuck-run report otherwise) and produces metrics JSON
+ * and a Chrome/Perfetto trace.
+ */
+#ifndef GPUSIM_GPU_WORKLOAD_H
+#define GPUSIM_GPU_WORKLOAD_H
+
+#include "ns3/cuda-context.h"
+#include "ns3/nccl-collective.h"
+#include "ns3/network-backend.h"
+#include "ns3/node-container.h"
+#include "ns3/object.h"
+#include "ns3/op-ir.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/// Outcome of a run.
+struct RunReport
+{
+    bool completed = false;          //!< every thread finished, every stream drained
+    Time endTime;                    //!< when the last rank finished
+    std::string stuck;               //!< what is still waiting, one line per item
+    std::vector<std::string> errors; //!< OOM and other device errors met while running
+};
+
+/// One iteration (a ProfilerStep#N begin/end pair, or the whole run) of one rank.
+struct IterationRecord
+{
+    uint32_t rank = 0;
+    std::string name;
+    Time start;
+    Time end;
+    double recordedUs = -1; //!< recorded length when the source carried it
+    // Lumos-style breakdown of the window on the rank's GPU.
+    double computeOnlyUs = 0; //!< exposed compute
+    double commOnlyUs = 0;    //!< exposed communication
+    double overlapUs = 0;     //!< compute and communication at once
+    double idleUs = 0;        //!< neither
+};
+
+class GpuWorkload : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    GpuWorkload();
+    ~GpuWorkload() override;
+
+    /// Builds contexts for each rank of the job on gpus.Get(rankToGpu[rank]) (identity if
+    /// empty). Throws std::runtime_error on inconsistent input (unknown GPU, bad comm init).
+    void Install(std::shared_ptr<const gpusim::JobTrace> job,
+                 const NodeContainer& gpus,
+                 Ptr<NetworkBackend> backend,
+                 Ptr<KernelCostModel> costModel,
+                 Ptr<NcclWorld> world,
+                 const std::vector<uint32_t>& rankToGpu = {});
+    /// Schedules every host thread to start at `at`.
+    void Start(Time at = Seconds(0));
+
+    /// After Simulator::Run(): did everything finish, and if not, what is waiting.
+    RunReport Check() const;
+
+    uint32_t GetNRanks() const;
+    Ptr<CudaContext> GetContext(uint32_t rank) const;
+    Ptr<NcclWorld> GetNcclWorld() const;
+    const std::vector<CollectiveRecord>& GetCollectives() const;
+    const std::vector<StreamActivity>& GetActivities() const;
+    /// Iterations per rank (ProfilerStep-style marker pairs; the whole run if none).
+    std::vector<IterationRecord> GetIterations() const;
+
+    /// Metrics JSON (see doc/outputs.md).
+    std::string MetricsJson() const;
+    /// Chrome trace JSON: ranks as processes, host threads and streams as tracks, network
+    /// transfers as async slices.
+    std::string ChromeTraceJson() const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    void OnActivity(const StreamActivity& a);
+    void OnCollective(const CollectiveRecord& r);
+    void OnTransfer(const TransferRecord& r);
+    void Breakdown(uint32_t rank, IterationRecord& it) const;
+
+    std::shared_ptr<const gpusim::JobTrace> m_job;
+    std::vector<Ptr<CudaContext>> m_contexts;
+    Ptr<NetworkBackend> m_backend;
+    Ptr<NcclWorld> m_world;
+    std::vector<StreamActivity> m_activities;
+    std::vector<CollectiveRecord> m_collectives;
+    std::vector<TransferRecord> m_transfers;
+    bool m_recordActivities;
+    bool m_recordTransfers;
+    uint32_t m_maxTransfers;
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_GPU_WORKLOAD_H

@@ -1,0 +1,79 @@
+/*
+ * KernelCostModel: how long a kernel, copy or memset takes on a GPU.
+ *  - RecordedDurationCostModel: the duration recorded in the op (trace replay); falls back to
+ *    a roofline estimate when the op carries none;
+ *  - RooflineCostModel: max(FLOPs / (peak * eff), bytes / (HBM * eff)) from the GpuSpec.
+ */
+#ifndef GPUSIM_KERNEL_COST_MODEL_H
+#define GPUSIM_KERNEL_COST_MODEL_H
+
+#include "ns3/gpu-spec.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/op-ir.h"
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+class KernelCostModel : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    KernelCostModel();
+    ~KernelCostModel() override;
+
+    /// Device time of a Kernel, Memcpy or Memset op on a GPU with this spec.
+    Time GetDuration(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
+
+    /// What-if: multiply the time of kernels whose name matches `regex` by `factor`
+    /// (e.g. 0.5 makes matching GEMMs twice as fast). Rules apply in the order added.
+    void AddKernelScale(const std::string& regex, double factor);
+
+  protected:
+    /// Unscaled duration in seconds.
+    virtual double DoGetSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const = 0;
+
+    /// Roofline estimate shared by the models (seconds).
+    double RooflineSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
+
+    double m_computeEfficiency; //!< fraction of peak FLOP/s reached by GEMM-like kernels
+    double m_memoryEfficiency;  //!< fraction of HBM bandwidth reached by memory-bound kernels
+    double m_minKernelUs;       //!< smallest kernel time (launch + tail), microseconds
+
+  private:
+    struct ScaleRule
+    {
+        std::regex re;
+        double factor;
+    };
+    std::vector<ScaleRule> m_scales;
+};
+
+/// Uses Op::durUs when recorded (>= 0), else the roofline estimate.
+class RecordedDurationCostModel : public KernelCostModel
+{
+  public:
+    static TypeId GetTypeId();
+
+  protected:
+    double DoGetSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const override;
+};
+
+/// Always estimates from the GPU spec (ignores recorded durations).
+class RooflineCostModel : public KernelCostModel
+{
+  public:
+    static TypeId GetTypeId();
+
+  protected:
+    double DoGetSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const override;
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_KERNEL_COST_MODEL_H

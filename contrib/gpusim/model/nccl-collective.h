@@ -1,0 +1,221 @@
+/*
+ * NCCL in the simulator.
+ *  - NcclWorld: all communicators of one job, the tuning knobs (algorithm, protocol, channels,
+ *    efficiency) as Attributes, and the CollectiveCompleted trace source.
+ *  - Communicator: members (comm rank -> GPU), topology-aware ring orders per channel, the
+ *    running collective instances (matched across ranks by sequence number) and P2P matching.
+ *  - NcclCollective: the Application a rank uses for one communicator; streams launch
+ *    collectives through it.
+ * Algorithms (ring, chain, double binary tree, direct all-to-all, P2P) run as step graphs: a
+ * step starts when the data it depends on has arrived from the peer, so skew between ranks is
+ * modelled rather than assumed away. See doc/design.md.
+ */
+#ifndef GPUSIM_NCCL_COLLECTIVE_H
+#define GPUSIM_NCCL_COLLECTIVE_H
+
+#include "ns3/application.h"
+#include "ns3/network-backend.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/op-ir.h"
+#include "ns3/traced-callback.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+class NcclWorld;
+class CollectiveExecutor;
+
+/// How one collective is executed.
+struct CollectivePlan
+{
+    std::string algo;  //!< ring | tree | chain | direct | p2p
+    std::string proto; //!< simple | ll128 | ll
+    uint32_t channels = 1;
+    double bwFactor = 1.0;   //!< payload bytes / wire bytes
+    Time stepLatency;        //!< protocol latency added to every step
+    Time baseLatency;        //!< launch latency paid once per rank
+    uint32_t pipelineDepth = 2;
+    uint64_t chunkBytes = 0; //!< largest bytes one step moves on one channel
+    double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
+};
+
+/// What the job reports for each finished collective.
+struct CollectiveRecord
+{
+    std::string comm;
+    uint64_t seq = 0;
+    gpusim::CollKind kind = gpusim::CollKind::AllReduce;
+    uint64_t bytes = 0; //!< as in the op (nccl-tests "size")
+    gpusim::DataType dtype = gpusim::DataType::F32;
+    uint32_t nranks = 0;
+    CollectivePlan plan;
+    std::vector<uint32_t> gpus;  //!< GPU of each comm rank
+    std::vector<Time> rankJoin;  //!< when each comm rank launched it
+    std::vector<Time> rankDone;  //!< when it completed on each comm rank
+    uint64_t transfers = 0;
+    Time FirstJoin() const;
+    Time LastJoin() const;
+    Time End() const;
+};
+
+class Communicator : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    Communicator();
+    ~Communicator() override;
+
+    void Setup(NcclWorld* world, const std::string& id, uint32_t nranks);
+    const std::string& GetId() const;
+    uint32_t GetNRanks() const;
+    void SetMember(uint32_t commRank, uint32_t gpu);
+    bool IsComplete() const; //!< every comm rank has a GPU
+    uint32_t GpuOf(uint32_t commRank) const;
+    const std::vector<uint32_t>& Gpus() const;
+    /// Number of distinct servers among the members.
+    uint32_t NumServers() const;
+
+    /// Ring order (comm ranks) for a channel: members grouped by server (NVLink first), each
+    /// server's GPUs rotated by the channel so different channels leave through different NICs.
+    std::vector<uint32_t> RingOrder(uint32_t channel) const;
+
+    /// Rank `commRank` launches `op`; done() runs when its part completes.
+    void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
+
+    /// Starts a transfer between comm ranks with the plan's wire factor and step latency.
+    void Send(const CollectivePlan& plan,
+              uint32_t fromRank,
+              uint32_t toRank,
+              double payloadBytes,
+              uint64_t flowKey,
+              std::function<void()> delivered);
+
+    bool HasPending() const;
+    std::string DescribePending() const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    struct Instance
+    {
+        CollectiveRecord record;
+        std::unique_ptr<CollectiveExecutor> exec;
+        uint32_t joined = 0;
+        uint32_t done = 0;
+        std::vector<std::function<void()>> doneCbs;
+    };
+    struct P2pPost
+    {
+        const gpusim::Op* op;
+        Time posted;
+        std::function<void()> done;
+    };
+
+    void FinishRank(uint64_t seq, uint32_t commRank);
+    void MatchP2p(uint32_t src, uint32_t dst);
+
+    NcclWorld* m_world = nullptr;
+    std::string m_id;
+    uint32_t m_nranks = 0;
+    std::vector<uint32_t> m_gpus; //!< by comm rank; UINT32_MAX = not joined
+    std::map<uint64_t, Instance> m_instances;
+    std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_sends; //!< (src,dst)
+    std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_recvs; //!< (src,dst)
+    uint64_t m_p2pTransfers = 0;
+};
+
+class NcclWorld : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    NcclWorld();
+    ~NcclWorld() override;
+
+    void SetBackend(Ptr<NetworkBackend> backend);
+    Ptr<NetworkBackend> GetBackend() const;
+    Ptr<ClusterTopology> GetTopology() const;
+
+    /// Registers that GPU `gpu` is rank `commRank` of communicator `comm` (of `nranks`).
+    Ptr<Communicator> Join(const std::string& comm, uint32_t nranks, uint32_t commRank,
+                           uint32_t gpu);
+    Ptr<Communicator> Find(const std::string& comm) const;
+
+    /// Chooses algorithm, protocol and channels for a collective on a communicator.
+    CollectivePlan Plan(gpusim::CollKind kind, uint64_t bytes, const Communicator& comm) const;
+
+    uint64_t NextTransferId();
+    void NotifyCompleted(const CollectiveRecord& r);
+    bool HasPending() const;
+    std::string DescribePending() const;
+
+    TracedCallback<const CollectiveRecord&> m_collectiveCompleted;
+    TracedCallback<const TransferRecord&> m_transferDelivered; //!< every collective transfer
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    double EstimateUs(gpusim::CollKind kind, const std::string& algo, const std::string& proto,
+                      uint64_t bytes, const Communicator& comm, uint32_t channels) const;
+    void ProtocolCosts(const std::string& proto, double& bwFactor, double& stepUs,
+                       double& baseUs) const;
+
+    Ptr<NetworkBackend> m_backend;
+    std::map<std::string, Ptr<Communicator>> m_comms;
+    uint64_t m_nextTransferId = 1;
+    std::string m_algorithm;  //!< auto | ring | tree
+    std::string m_protocol;   //!< auto | simple | ll128 | ll
+    double m_efficiency;      //!< > 0: overrides protocol bandwidth factors, zero latencies
+    uint32_t m_channels;      //!< 0 = one per NIC of a server (at least 1)
+    uint64_t m_chunkBytes;
+    uint32_t m_pipelineDepth;
+};
+
+class NcclCollective : public Application
+{
+  public:
+    static TypeId GetTypeId();
+    NcclCollective();
+    ~NcclCollective() override;
+
+    void Setup(Ptr<Communicator> comm, uint32_t commRank);
+    Ptr<Communicator> GetCommunicator() const;
+    uint32_t GetCommRank() const;
+    /// Called by a stream when the NCCL launch reaches its head.
+    void Launch(const gpusim::Op* op, std::function<void()> done);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    void StartApplication() override;
+    void StopApplication() override;
+
+    Ptr<Communicator> m_comm;
+    uint32_t m_commRank = 0;
+    uint64_t m_launched = 0;
+};
+
+/// Step-graph executor of one collective instance (internal; exposed for tests).
+class CollectiveExecutor
+{
+  public:
+    virtual ~CollectiveExecutor();
+    /// Comm rank r has launched the collective (after the plan's base latency).
+    virtual void Join(uint32_t r) = 0;
+    std::function<void(uint32_t)> onRankDone;
+    uint64_t transfers = 0;
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_NCCL_COLLECTIVE_H

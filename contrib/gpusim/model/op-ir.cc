@@ -1,0 +1,926 @@
+#include "ns3/op-ir.h"
+
+#include "ns3/json-writer.h"
+
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+TraceFormatError::TraceFormatError(const std::string& file, uint64_t line, const std::string& reason)
+    : std::runtime_error(file + (line ? ":" + std::to_string(line) : std::string()) + ": " +
+                         reason),
+      m_file(file),
+      m_line(line),
+      m_reason(reason)
+{
+}
+
+namespace
+{
+
+struct NamedOpKind
+{
+    OpKind kind;
+    const char* name;
+};
+
+const NamedOpKind kOpKindNames[] = {
+    {OpKind::HostWork, "host"},
+    {OpKind::Kernel, "kernel"},
+    {OpKind::Memcpy, "memcpy"},
+    {OpKind::Memset, "memset"},
+    {OpKind::EventRecord, "event_record"},
+    {OpKind::StreamWaitEvent, "stream_wait_event"},
+    {OpKind::EventSync, "event_sync"},
+    {OpKind::StreamSync, "stream_sync"},
+    {OpKind::DeviceSync, "device_sync"},
+    {OpKind::StreamCreate, "stream_create"},
+    {OpKind::Malloc, "malloc"},
+    {OpKind::Free, "free"},
+    {OpKind::CommInit, "comm_init"},
+    {OpKind::Collective, "coll"},
+    {OpKind::ThreadSignal, "signal"},
+    {OpKind::ThreadWait, "wait"},
+    {OpKind::Marker, "marker"},
+};
+
+const char* const kCollNames[] = {"allreduce",
+                                  "allgather",
+                                  "reducescatter",
+                                  "broadcast",
+                                  "reduce",
+                                  "alltoall",
+                                  "send",
+                                  "recv"};
+const char* const kDataTypeNames[] =
+    {"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64", "u64", "f8e4m3", "f8e5m2"};
+const uint32_t kDataTypeSizes[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 1};
+const char* const kMemcpyNames[] = {"h2h", "h2d", "d2h", "d2d", "default", "p2p"};
+const char* const kPhaseNames[] = {"begin", "end", "instant"};
+
+template <typename E, size_t N>
+bool
+ParseByTable(const char* const (&table)[N], const std::string& s, E& out)
+{
+    for (size_t i = 0; i < N; ++i)
+    {
+        if (s == table[i])
+        {
+            out = static_cast<E>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+/// Reads one op line. Throws TraceFormatError naming file and line.
+class LineReader
+{
+  public:
+    LineReader(const std::string& file, uint64_t line, simdjson::dom::object obj)
+        : m_file(file),
+          m_line(line),
+          m_obj(obj)
+    {
+    }
+
+    [[noreturn]] void Fail(const std::string& why) const
+    {
+        throw TraceFormatError(m_file, m_line, why);
+    }
+
+    bool Has(const char* key) const
+    {
+        simdjson::dom::element e;
+        return m_obj[key].get(e) == simdjson::SUCCESS;
+    }
+
+    double Number(const char* key, double def, bool required = false) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            if (required)
+            {
+                Fail(std::string("missing required field '") + key + "'");
+            }
+            return def;
+        }
+        double v;
+        if (e.get_double().get(v) == simdjson::SUCCESS)
+        {
+            return v;
+        }
+        int64_t i;
+        if (e.get_int64().get(i) == simdjson::SUCCESS)
+        {
+            return static_cast<double>(i);
+        }
+        uint64_t u;
+        if (e.get_uint64().get(u) == simdjson::SUCCESS)
+        {
+            return static_cast<double>(u);
+        }
+        Fail(std::string("field '") + key + "' must be a number");
+    }
+
+    uint64_t Unsigned(const char* key, uint64_t def, bool required = false) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            if (required)
+            {
+                Fail(std::string("missing required field '") + key + "'");
+            }
+            return def;
+        }
+        uint64_t u;
+        if (e.get_uint64().get(u) == simdjson::SUCCESS)
+        {
+            return u;
+        }
+        int64_t i;
+        if (e.get_int64().get(i) == simdjson::SUCCESS)
+        {
+            Fail(std::string("field '") + key + "' must not be negative (got " +
+                 std::to_string(i) + ")");
+        }
+        Fail(std::string("field '") + key + "' must be a non-negative integer");
+    }
+
+    int64_t Signed(const char* key, int64_t def) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            return def;
+        }
+        int64_t i;
+        if (e.get_int64().get(i) == simdjson::SUCCESS)
+        {
+            return i;
+        }
+        Fail(std::string("field '") + key + "' must be an integer");
+    }
+
+    std::string String(const char* key, const char* def, bool required = false) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            if (required)
+            {
+                Fail(std::string("missing required field '") + key + "'");
+            }
+            return def;
+        }
+        std::string_view sv;
+        if (e.get_string().get(sv) != simdjson::SUCCESS)
+        {
+            Fail(std::string("field '") + key + "' must be a string");
+        }
+        return std::string(sv);
+    }
+
+    std::array<uint32_t, 3> Dim3(const char* key) const
+    {
+        std::array<uint32_t, 3> d{1, 1, 1};
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            return d;
+        }
+        simdjson::dom::array arr;
+        if (e.get_array().get(arr) != simdjson::SUCCESS || arr.size() != 3)
+        {
+            Fail(std::string("field '") + key + "' must be an array of 3 integers");
+        }
+        size_t i = 0;
+        for (auto v : arr)
+        {
+            uint64_t u;
+            if (v.get_uint64().get(u) != simdjson::SUCCESS || u > UINT32_MAX)
+            {
+                Fail(std::string("field '") + key + "' must hold 3 non-negative integers");
+            }
+            d[i++] = static_cast<uint32_t>(u);
+        }
+        return d;
+    }
+
+    simdjson::dom::object Object() const
+    {
+        return m_obj;
+    }
+
+  private:
+    const std::string& m_file;
+    uint64_t m_line;
+    simdjson::dom::object m_obj;
+};
+
+Op
+ParseOpObject(const LineReader& r)
+{
+    Op op;
+    std::string kind = r.String("op", "", true);
+    if (!ParseOpKind(kind, op.kind))
+    {
+        r.Fail("unknown op '" + kind + "'");
+    }
+    op.thread = static_cast<uint32_t>(r.Unsigned("t", 0));
+    op.cpuUs = r.Number("cpu_us", 0);
+    if (op.cpuUs < 0)
+    {
+        r.Fail("field 'cpu_us' must not be negative");
+    }
+    op.stream = r.Signed("stream", 0);
+    op.name = r.String("name", "");
+    op.durUs = r.Number("dur_us", -1);
+    op.bytes = r.Unsigned("bytes", 0);
+    switch (op.kind)
+    {
+    case OpKind::Kernel: {
+        op.grid = r.Dim3("grid");
+        op.block = r.Dim3("block");
+        op.sharedMem = static_cast<uint32_t>(r.Unsigned("smem", 0));
+        op.flops = r.Number("flops", 0);
+        op.memBytes = r.Number("mem_bytes", 0);
+        simdjson::dom::element g;
+        if (r.Object()["gemm"].get(g) == simdjson::SUCCESS)
+        {
+            simdjson::dom::object go;
+            if (g.get_object().get(go) != simdjson::SUCCESS)
+            {
+                r.Fail("field 'gemm' must be an object");
+            }
+            LineReader gr(std::string(), 0, go);
+            try
+            {
+                op.gemm.m = gr.Unsigned("m", 0, true);
+                op.gemm.n = gr.Unsigned("n", 0, true);
+                op.gemm.k = gr.Unsigned("k", 0, true);
+                op.gemm.batch = gr.Unsigned("batch", 1);
+                std::string dt = gr.String("dtype", "bf16");
+                if (!ParseDataType(dt, op.gemm.dtype))
+                {
+                    r.Fail("unknown gemm dtype '" + dt + "'");
+                }
+            }
+            catch (const TraceFormatError& e)
+            {
+                r.Fail("in 'gemm': " + e.Reason());
+            }
+        }
+        if (op.flops < 0 || op.memBytes < 0)
+        {
+            r.Fail("'flops' and 'mem_bytes' must not be negative");
+        }
+        break;
+    }
+    case OpKind::Memcpy: {
+        std::string k = r.String("kind", "default");
+        if (!ParseMemcpyKind(k, op.copyKind))
+        {
+            r.Fail("unknown memcpy kind '" + k + "'");
+        }
+        simdjson::dom::element a;
+        if (r.Object()["async"].get(a) == simdjson::SUCCESS)
+        {
+            bool b;
+            if (a.get_bool().get(b) != simdjson::SUCCESS)
+            {
+                r.Fail("field 'async' must be true or false");
+            }
+            op.async = b;
+        }
+        break;
+    }
+    case OpKind::EventRecord:
+    case OpKind::StreamWaitEvent:
+    case OpKind::EventSync:
+        op.event = r.Unsigned("event", 0, true);
+        break;
+    case OpKind::StreamCreate:
+        if (!r.Has("stream"))
+        {
+            r.Fail("missing required field 'stream'");
+        }
+        op.flags = static_cast<uint32_t>(r.Unsigned("flags", 0));
+        op.priority = static_cast<int32_t>(r.Signed("priority", 0));
+        break;
+    case OpKind::Malloc:
+        op.bytes = r.Unsigned("bytes", 0, true);
+        op.ptr = r.Unsigned("ptr", 0);
+        break;
+    case OpKind::Free:
+        op.ptr = r.Unsigned("ptr", 0, true);
+        break;
+    case OpKind::CommInit:
+        op.comm = r.String("comm", "", true);
+        op.nranks = static_cast<int32_t>(r.Unsigned("nranks", 0, true));
+        op.commRank = static_cast<int32_t>(r.Unsigned("rank", 0, true));
+        if (op.nranks <= 0 || op.commRank >= op.nranks)
+        {
+            r.Fail("comm_init needs 0 <= rank < nranks");
+        }
+        break;
+    case OpKind::Collective: {
+        std::string c = r.String("coll", "", true);
+        if (!ParseCollKind(c, op.coll))
+        {
+            r.Fail("unknown collective '" + c + "'");
+        }
+        op.comm = r.String("comm", "", true);
+        op.seq = r.Unsigned("seq", 0);
+        op.count = r.Unsigned("count", 0);
+        std::string dt = r.String("dtype", "f32");
+        if (!ParseDataType(dt, op.dtype))
+        {
+            r.Fail("unknown dtype '" + dt + "'");
+        }
+        if (!r.Has("bytes"))
+        {
+            op.bytes = op.count * DataTypeSize(op.dtype);
+        }
+        op.root = static_cast<int32_t>(r.Signed("root", -1));
+        op.peer = static_cast<int32_t>(r.Signed("peer", -1));
+        op.group = r.Unsigned("group", 0);
+        if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer < 0)
+        {
+            r.Fail("send/recv needs 'peer'");
+        }
+        if ((op.coll == CollKind::Broadcast || op.coll == CollKind::Reduce) && op.root < 0)
+        {
+            r.Fail("broadcast/reduce needs 'root'");
+        }
+        break;
+    }
+    case OpKind::ThreadSignal:
+    case OpKind::ThreadWait:
+        op.token = r.Unsigned("token", 0, true);
+        break;
+    case OpKind::Marker: {
+        std::string p = r.String("phase", "instant");
+        if (!ParseByTable(kPhaseNames, p, op.phase))
+        {
+            r.Fail("unknown marker phase '" + p + "'");
+        }
+        op.recordedUs = r.Number("rec_us", -1);
+        break;
+    }
+    default:
+        break;
+    }
+    return op;
+}
+
+std::string
+ReadWholeFile(const std::string& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+    {
+        throw TraceFormatError(file, 0, std::string("cannot open: ") + std::strerror(errno));
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string
+JoinPath(const std::string& dir, const std::string& name)
+{
+    if (!name.empty() && name[0] == '/')
+    {
+        return name;
+    }
+    return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+} // namespace
+
+const char*
+ToString(OpKind k)
+{
+    for (const auto& n : kOpKindNames)
+    {
+        if (n.kind == k)
+        {
+            return n.name;
+        }
+    }
+    return "?";
+}
+
+const char*
+ToString(CollKind k)
+{
+    return kCollNames[static_cast<size_t>(k)];
+}
+
+const char*
+ToString(DataType t)
+{
+    return kDataTypeNames[static_cast<size_t>(t)];
+}
+
+const char*
+ToString(MemcpyKind k)
+{
+    return kMemcpyNames[static_cast<size_t>(k)];
+}
+
+bool
+ParseOpKind(const std::string& s, OpKind& out)
+{
+    for (const auto& n : kOpKindNames)
+    {
+        if (s == n.name)
+        {
+            out = n.kind;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+ParseCollKind(const std::string& s, CollKind& out)
+{
+    return ParseByTable(kCollNames, s, out);
+}
+
+bool
+ParseDataType(const std::string& s, DataType& out)
+{
+    return ParseByTable(kDataTypeNames, s, out);
+}
+
+bool
+ParseMemcpyKind(const std::string& s, MemcpyKind& out)
+{
+    return ParseByTable(kMemcpyNames, s, out);
+}
+
+uint32_t
+DataTypeSize(DataType t)
+{
+    return kDataTypeSizes[static_cast<size_t>(t)];
+}
+
+RankTrace
+ReadRankTrace(const std::string& file, uint32_t rank)
+{
+    RankTrace rt;
+    rt.rank = rank;
+    std::string text = ReadWholeFile(file);
+    simdjson::dom::parser parser;
+    uint64_t lineNo = 0;
+    size_t pos = 0;
+    while (pos < text.size())
+    {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos)
+        {
+            end = text.size();
+        }
+        ++lineNo;
+        std::string_view line(text.data() + pos, end - pos);
+        pos = end + 1;
+        size_t first = line.find_first_not_of(" \t\r");
+        if (first == std::string_view::npos)
+        {
+            continue; // blank lines are allowed
+        }
+        simdjson::dom::element doc;
+        auto err = parser.parse(line.data(), line.size(), true).get(doc);
+        if (err)
+        {
+            throw TraceFormatError(file,
+                                   lineNo,
+                                   std::string("invalid JSON: ") + simdjson::error_message(err));
+        }
+        simdjson::dom::object obj;
+        if (doc.get_object().get(obj) != simdjson::SUCCESS)
+        {
+            throw TraceFormatError(file, lineNo, "each line must be a JSON object");
+        }
+        rt.ops.push_back(ParseOpObject(LineReader(file, lineNo, obj)));
+    }
+    return rt;
+}
+
+JobTrace
+ReadJobTrace(const std::string& dir)
+{
+    const std::string manifestPath = JoinPath(dir, "manifest.json");
+    std::string text = ReadWholeFile(manifestPath);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    auto err = parser.parse(text).get(doc);
+    if (err)
+    {
+        throw TraceFormatError(manifestPath, 0, std::string("invalid JSON: ") +
+                                                    simdjson::error_message(err));
+    }
+    simdjson::dom::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS)
+    {
+        throw TraceFormatError(manifestPath, 0, "manifest must be a JSON object");
+    }
+    LineReader m(manifestPath, 0, obj);
+    JobTrace job;
+    if (m.String("format", "", true) != "gpusim-trace")
+    {
+        m.Fail("'format' must be \"gpusim-trace\"");
+    }
+    job.version = static_cast<uint32_t>(m.Unsigned("version", 0, true));
+    if (job.version != kOpIrVersion)
+    {
+        m.Fail("unsupported version " + std::to_string(job.version) + " (this reader reads " +
+               std::to_string(kOpIrVersion) + ")");
+    }
+    job.source = m.String("source", "unknown");
+    simdjson::dom::object meta;
+    if (obj["metadata"].get_object().get(meta) == simdjson::SUCCESS)
+    {
+        for (auto field : meta)
+        {
+            std::string_view v;
+            if (field.value.get_string().get(v) == simdjson::SUCCESS)
+            {
+                job.metadata[std::string(field.key)] = std::string(v);
+            }
+        }
+    }
+    simdjson::dom::array ranks;
+    if (obj["ranks"].get_array().get(ranks) != simdjson::SUCCESS)
+    {
+        m.Fail("missing required array 'ranks'");
+    }
+    std::vector<std::pair<uint32_t, std::pair<std::string, std::string>>> entries;
+    for (auto r : ranks)
+    {
+        simdjson::dom::object ro;
+        if (r.get_object().get(ro) != simdjson::SUCCESS)
+        {
+            m.Fail("each entry of 'ranks' must be an object");
+        }
+        LineReader rr(manifestPath, 0, ro);
+        uint32_t rank;
+        std::string file;
+        try
+        {
+            rank = static_cast<uint32_t>(rr.Unsigned("rank", 0, true));
+            file = rr.String("file", "", true);
+        }
+        catch (const TraceFormatError& e)
+        {
+            m.Fail("in ranks[" + std::to_string(entries.size()) + "]: " + e.Reason());
+        }
+        entries.push_back({rank, {file, rr.String("device", "")}});
+    }
+    if (entries.empty())
+    {
+        m.Fail("'ranks' is empty");
+    }
+    std::sort(entries.begin(), entries.end());
+    for (size_t i = 0; i < entries.size(); ++i)
+    {
+        if (entries[i].first != i)
+        {
+            m.Fail("ranks must be numbered 0.." + std::to_string(entries.size() - 1) +
+                   " each once (rank " + std::to_string(entries[i].first) + " is unexpected)");
+        }
+        RankTrace rt = ReadRankTrace(JoinPath(dir, entries[i].second.first), entries[i].first);
+        rt.device = entries[i].second.second;
+        job.ranks.push_back(std::move(rt));
+    }
+    return job;
+}
+
+std::string
+OpToJsonLine(const Op& op)
+{
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("op").String(ToString(op.kind));
+    if (op.thread != 0)
+    {
+        w.Key("t").Uint(op.thread);
+    }
+    if (op.cpuUs != 0)
+    {
+        w.Key("cpu_us").Double(op.cpuUs);
+    }
+    if (op.stream != 0)
+    {
+        w.Key("stream").Int(op.stream);
+    }
+    if (!op.name.empty())
+    {
+        w.Key("name").String(op.name);
+    }
+    if (op.durUs >= 0)
+    {
+        w.Key("dur_us").Double(op.durUs);
+    }
+    switch (op.kind)
+    {
+    case OpKind::Kernel:
+        if (op.grid != std::array<uint32_t, 3>{1, 1, 1})
+        {
+            w.Key("grid").BeginArray().Uint(op.grid[0]).Uint(op.grid[1]).Uint(op.grid[2]).EndArray();
+        }
+        if (op.block != std::array<uint32_t, 3>{1, 1, 1})
+        {
+            w.Key("block")
+                .BeginArray()
+                .Uint(op.block[0])
+                .Uint(op.block[1])
+                .Uint(op.block[2])
+                .EndArray();
+        }
+        if (op.sharedMem)
+        {
+            w.Key("smem").Uint(op.sharedMem);
+        }
+        if (op.flops > 0)
+        {
+            w.Key("flops").Double(op.flops);
+        }
+        if (op.memBytes > 0)
+        {
+            w.Key("mem_bytes").Double(op.memBytes);
+        }
+        if (op.gemm.m)
+        {
+            w.Key("gemm").BeginObject();
+            w.Key("m").Uint(op.gemm.m).Key("n").Uint(op.gemm.n).Key("k").Uint(op.gemm.k);
+            w.Key("batch").Uint(op.gemm.batch).Key("dtype").String(ToString(op.gemm.dtype));
+            w.EndObject();
+        }
+        break;
+    case OpKind::Memcpy:
+        w.Key("kind").String(ToString(op.copyKind)).Key("bytes").Uint(op.bytes);
+        if (!op.async)
+        {
+            w.Key("async").Bool(false);
+        }
+        break;
+    case OpKind::Memset:
+        w.Key("bytes").Uint(op.bytes);
+        break;
+    case OpKind::EventRecord:
+    case OpKind::StreamWaitEvent:
+    case OpKind::EventSync:
+        w.Key("event").Uint(op.event);
+        break;
+    case OpKind::StreamCreate:
+        if (op.stream == 0)
+        {
+            w.Key("stream").Int(0);
+        }
+        w.Key("flags").Uint(op.flags).Key("priority").Int(op.priority);
+        break;
+    case OpKind::Malloc:
+        w.Key("bytes").Uint(op.bytes).Key("ptr").Uint(op.ptr);
+        break;
+    case OpKind::Free:
+        w.Key("ptr").Uint(op.ptr);
+        break;
+    case OpKind::CommInit:
+        w.Key("comm").String(op.comm).Key("nranks").Int(op.nranks).Key("rank").Int(op.commRank);
+        break;
+    case OpKind::Collective:
+        w.Key("coll").String(ToString(op.coll)).Key("comm").String(op.comm);
+        w.Key("seq").Uint(op.seq).Key("count").Uint(op.count);
+        w.Key("dtype").String(ToString(op.dtype)).Key("bytes").Uint(op.bytes);
+        if (op.root >= 0)
+        {
+            w.Key("root").Int(op.root);
+        }
+        if (op.peer >= 0)
+        {
+            w.Key("peer").Int(op.peer);
+        }
+        if (op.group)
+        {
+            w.Key("group").Uint(op.group);
+        }
+        break;
+    case OpKind::ThreadSignal:
+    case OpKind::ThreadWait:
+        w.Key("token").Uint(op.token);
+        break;
+    case OpKind::Marker:
+        w.Key("phase").String(kPhaseNames[static_cast<size_t>(op.phase)]);
+        if (op.recordedUs >= 0)
+        {
+            w.Key("rec_us").Double(op.recordedUs);
+        }
+        break;
+    default:
+        break;
+    }
+    w.EndObject();
+    return w.Take();
+}
+
+void
+WriteJobTrace(const JobTrace& job, const std::string& dir)
+{
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    {
+        throw std::runtime_error("cannot create directory " + dir + ": " + std::strerror(errno));
+    }
+    std::vector<std::pair<std::string, std::string>> files; // temp -> final
+    auto writeFile = [&](const std::string& name, const std::string& content) {
+        std::string final = JoinPath(dir, name);
+        std::string tmp = final + ".tmp";
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << content;
+        out.close();
+        if (!out)
+        {
+            for (auto& f : files)
+            {
+                std::remove(f.first.c_str());
+            }
+            std::remove(tmp.c_str());
+            throw std::runtime_error("cannot write " + tmp);
+        }
+        files.push_back({tmp, final});
+    };
+    JsonWriter m;
+    m.BeginObject();
+    m.Key("format").String("gpusim-trace").Key("version").Uint(job.version);
+    m.Key("source").String(job.source);
+    m.Key("ranks").BeginArray();
+    for (const auto& r : job.ranks)
+    {
+        std::string name = "rank-" + std::to_string(r.rank) + ".jsonl";
+        std::string body;
+        for (const auto& op : r.ops)
+        {
+            body += OpToJsonLine(op);
+            body += '\n';
+        }
+        writeFile(name, body);
+        m.BeginObject().Key("rank").Uint(r.rank).Key("file").String(name);
+        m.Key("device").String(r.device).EndObject();
+    }
+    m.EndArray();
+    m.Key("metadata").BeginObject();
+    for (const auto& [k, v] : job.metadata)
+    {
+        m.Key(k).String(v);
+    }
+    m.EndObject().EndObject();
+    writeFile("manifest.json", m.Take() + "\n");
+    // Rank files first, manifest last: a reader never sees a manifest without its ranks.
+    for (const auto& f : files)
+    {
+        if (std::rename(f.first.c_str(), f.second.c_str()) != 0)
+        {
+            throw std::runtime_error("cannot rename " + f.first + ": " + std::strerror(errno));
+        }
+    }
+}
+
+void
+ValidateJobTrace(const JobTrace& job)
+{
+    struct CommInfo
+    {
+        int32_t nranks = 0;
+        std::map<int32_t, uint32_t> members; // comm rank -> global rank
+    };
+    std::map<std::string, CommInfo> comms;
+    struct CollKey
+    {
+        CollKind coll;
+        uint64_t count;
+        DataType dtype;
+        int32_t root;
+        uint32_t rank;
+    };
+    std::map<std::pair<std::string, uint64_t>, std::vector<CollKey>> colls;
+    for (const auto& r : job.ranks)
+    {
+        const std::string where = "rank " + std::to_string(r.rank);
+        std::set<std::string> joined;
+        for (size_t i = 0; i < r.ops.size(); ++i)
+        {
+            const Op& op = r.ops[i];
+            auto fail = [&](const std::string& why) {
+                throw TraceFormatError(where, i + 1, why);
+            };
+            if (op.kind == OpKind::CommInit)
+            {
+                CommInfo& c = comms[op.comm];
+                if (c.nranks && c.nranks != op.nranks)
+                {
+                    fail("communicator " + op.comm + " initialised with nranks " +
+                         std::to_string(op.nranks) + " here but " + std::to_string(c.nranks) +
+                         " elsewhere");
+                }
+                c.nranks = op.nranks;
+                if (!c.members.emplace(op.commRank, r.rank).second)
+                {
+                    fail("communicator " + op.comm + " rank " + std::to_string(op.commRank) +
+                         " claimed by both rank " + std::to_string(c.members[op.commRank]) +
+                         " and rank " + std::to_string(r.rank));
+                }
+                joined.insert(op.comm);
+            }
+            else if (op.kind == OpKind::Collective)
+            {
+                if (!joined.count(op.comm))
+                {
+                    fail(std::string(ToString(op.coll)) + " on communicator " + op.comm +
+                         " which this rank has not initialised");
+                }
+                if (op.coll != CollKind::Send && op.coll != CollKind::Recv)
+                {
+                    colls[{op.comm, op.seq}].push_back(
+                        {op.coll, op.count, op.dtype, op.root, r.rank});
+                }
+            }
+        }
+    }
+    for (const auto& [name, c] : comms)
+    {
+        if (static_cast<int32_t>(c.members.size()) != c.nranks)
+        {
+            std::string missing;
+            for (int32_t k = 0; k < c.nranks; ++k)
+            {
+                if (!c.members.count(k))
+                {
+                    missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+                }
+            }
+            throw TraceFormatError("job", 0,
+                                   "communicator " + name + " has " + std::to_string(c.nranks) +
+                                       " ranks but ranks [" + missing + "] never joined");
+        }
+    }
+    for (const auto& [key, parts] : colls)
+    {
+        const CommInfo& c = comms[key.first];
+        const CollKey& a = parts.front();
+        for (const auto& b : parts)
+        {
+            if (b.coll != a.coll || b.count != a.count || b.dtype != a.dtype || b.root != a.root)
+            {
+                throw TraceFormatError(
+                    "job", 0,
+                    "collective mismatch on communicator " + key.first + " seq " +
+                        std::to_string(key.second) + ": rank " + std::to_string(a.rank) + " calls " +
+                        ToString(a.coll) + "(count " + std::to_string(a.count) + ", " +
+                        ToString(a.dtype) + ") but rank " + std::to_string(b.rank) + " calls " +
+                        ToString(b.coll) + "(count " + std::to_string(b.count) + ", " +
+                        ToString(b.dtype) + ")");
+            }
+        }
+        if (static_cast<int32_t>(parts.size()) != c.nranks)
+        {
+            std::set<uint32_t> present;
+            for (const auto& p : parts)
+            {
+                present.insert(p.rank);
+            }
+            std::string missing;
+            for (const auto& [cr, gr] : c.members)
+            {
+                if (!present.count(gr))
+                {
+                    missing += (missing.empty() ? "" : ", ") + std::to_string(gr);
+                }
+            }
+            throw TraceFormatError("job", 0,
+                                   std::string(ToString(a.coll)) + " seq " +
+                                       std::to_string(key.second) + " on communicator " +
+                                       key.first + ": ranks [" + missing + "] never call it");
+        }
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3
