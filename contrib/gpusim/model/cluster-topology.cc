@@ -402,6 +402,12 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
     route.push_back(down);
 }
 
+uint64_t
+ClusterTopology::HashFlow(uint64_t flowKey, uint32_t srcGpu, uint32_t dstGpu)
+{
+    return Mix64(flowKey ^ Mix64((uint64_t(srcGpu) << 32) | dstGpu));
+}
+
 double
 ClusterTopology::PathLatency(const std::vector<uint32_t>& route) const
 {

@@ -90,6 +90,9 @@ class ClusterTopology : public Object
                    uint64_t flowHash,
                    std::vector<uint32_t>& route) const;
 
+    /// The ECMP hash both backends use for a transfer (mixes flowKey with the GPU pair).
+    static uint64_t HashFlow(uint64_t flowKey, uint32_t srcGpu, uint32_t dstGpu);
+
     /// Sum of link latencies along a route (seconds).
     double PathLatency(const std::vector<uint32_t>& route) const;
     /// Minimum bandwidth along a route (bits/s); +infinity for an empty route.
