@@ -76,6 +76,7 @@ class ClusterTopology : public Object
     const std::vector<TopoVertex>& Vertices() const;
     const std::vector<TopoLink>& Links() const;
     const std::vector<uint32_t>& OutLinks(uint32_t vertex) const;
+    const std::vector<uint32_t>& InLinks(uint32_t vertex) const; //!< in-link ids per vertex
     const std::string& GetDescription() const;
 
     /// Directed link ids from srcGpu to dstGpu. Same server: over NVLink/NVSwitch. Otherwise
@@ -83,25 +84,39 @@ class ClusterTopology : public Object
     /// the choice is a deterministic hash of flowHash (per-flow ECMP). Empty if src == dst.
     /// Throws std::runtime_error if no path exists.
     std::vector<uint32_t> Route(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowHash) const;
+    /// Same as Route, writing into `route` (reuses its capacity).
+    void RouteInto(uint32_t srcGpu,
+                   uint32_t dstGpu,
+                   uint64_t flowHash,
+                   std::vector<uint32_t>& route) const;
+
+    /// The ECMP hash both backends use for a transfer (mixes flowKey with the GPU pair).
+    static uint64_t HashFlow(uint64_t flowKey, uint32_t srcGpu, uint32_t dstGpu);
 
     /// Sum of link latencies along a route (seconds).
     double PathLatency(const std::vector<uint32_t>& route) const;
-    /// Minimum bandwidth along a route (bits/s).
+    /// Minimum bandwidth along a route (bits/s); +infinity for an empty route.
     double PathBottleneck(const std::vector<uint32_t>& route) const;
 
   private:
     const std::vector<uint32_t>& DistancesTo(uint32_t dstVertex) const;
+    /// One of the (parallel) links from -> to chosen by flowHash; UINT32_MAX if none.
+    uint32_t PickLink(uint32_t from, uint32_t to, uint64_t flowHash) const;
+    /// Throws std::runtime_error for an unregistered GPU number.
+    void CheckGpu(uint32_t gpu) const;
 
     std::vector<TopoVertex> m_vertices;
     std::vector<TopoLink> m_links;
     std::vector<std::vector<uint32_t>> m_out; //!< out-link ids per vertex
+    std::vector<std::vector<uint32_t>> m_in;  //!< in-link ids per vertex
     std::vector<uint32_t> m_gpuVertex;
     std::vector<uint32_t> m_gpuServer;
     std::vector<uint32_t> m_gpuNic;
     std::vector<uint32_t> m_gpuLocal;
     uint32_t m_nServers = 0;
     std::string m_description;
-    //! BFS hop distances over switches/NICs to a destination vertex, cached lazily.
+    //! BFS hop distances over switches/NICs to a destination vertex, cached lazily. The key is
+    //! the destination NIC's only switch when it has one (one entry per leaf), else the NIC.
     mutable std::unordered_map<uint32_t, std::vector<uint32_t>> m_distCache;
 };
 

@@ -1,0 +1,63 @@
+/*
+ * ClusterSpec: the few numbers that describe a GPU cluster (servers, GPUs, NICs, link rates,
+ * fabric shape). Built-in presets and YAML files produce it; GpuClusterHelper turns it into a
+ * ClusterTopology and GpuNodes.
+ */
+#ifndef GPUSIM_CLUSTER_SPEC_H
+#define GPUSIM_CLUSTER_SPEC_H
+
+#include <cstdint>
+#include <string>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+struct ClusterSpec
+{
+    std::string preset;                //!< name it came from, "" if custom
+    std::string gpuModel = "h100-sxm"; //!< key for LookupGpuSpec
+    uint32_t servers = 4;
+    uint32_t gpusPerServer = 8;
+    uint32_t nicsPerServer = 8; //!< GPU g uses NIC (g * nics / gpus)
+    double nicGbps = 400;       //!< per NIC, per direction
+    double nvlinkGBps = 450;    //!< per GPU per direction to the NVSwitch, GB/s (bytes)
+    double pcieGBps = 64;       //!< GPU <-> NIC, GB/s
+    std::string fabric = "rail"; //!< single-switch | leaf-spine | fat-tree | rail
+    double oversubscription = 1; //!< leaf downlink : uplink capacity ratio (leaf-spine, rail)
+    uint32_t nicsPerLeaf = 32;   //!< leaf/edge downlinks (leaf-spine; rail: servers per rail leaf)
+    double linkLatencyUs = 1.0;  //!< per fabric/NIC hop (incl. GPU<->NIC) propagation+switching
+    double nvlinkLatencyUs = 0.5; //!< per NVLink hop (GPU<->NVSwitch)
+
+    uint32_t TotalGpus() const
+    {
+        return servers * gpusPerServer;
+    }
+
+    uint32_t TotalNics() const
+    {
+        return servers * nicsPerServer;
+    }
+};
+
+/// Built-in presets: "dgx-h100", "dgx-a100". Returns false (out untouched) for other names.
+bool LookupClusterPreset(const std::string& name, ClusterSpec& out);
+/// Names accepted by LookupClusterPreset, comma separated.
+std::string KnownClusterPresets();
+
+/// Reads a cluster spec from a YAML mapping. Keys are the ClusterSpec field names, in camelCase
+/// or snake_case (gpus_per_server, nic_gbps, ...). A `preset:` key loads the preset first, the
+/// other keys override it. Throws std::runtime_error naming the file, line and key on bad input
+/// (unknown key, wrong type, impossible topology).
+ClusterSpec LoadClusterSpecYaml(const std::string& file);
+/// Same, from YAML text; `sourceName` is used in error messages.
+ClusterSpec ParseClusterSpecYaml(const std::string& text, const std::string& sourceName);
+
+/// Throws std::runtime_error("impossible topology: ...") when the spec cannot be built.
+void ValidateClusterSpec(const ClusterSpec& s);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_CLUSTER_SPEC_H

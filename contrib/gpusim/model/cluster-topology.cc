@@ -1,0 +1,433 @@
+#include "ns3/cluster-topology.h"
+
+#include "ns3/log.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("ClusterTopology");
+NS_OBJECT_ENSURE_REGISTERED(ClusterTopology);
+
+namespace
+{
+
+constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
+
+/// splitmix64 finaliser: cheap, well-mixed, stable across platforms.
+uint64_t
+Mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/// Picks one of n equal-cost candidates for this flow at this vertex.
+size_t
+EcmpPick(uint64_t flowHash, uint32_t vertex, size_t n)
+{
+    if (n <= 1)
+    {
+        return 0;
+    }
+    return Mix64(flowHash ^ Mix64(vertex)) % n;
+}
+
+bool
+IsFabricVertex(TopoVertexType t)
+{
+    return t == TopoVertexType::Nic || t == TopoVertexType::Switch;
+}
+
+/// Among the ids in `ids` that satisfy `ok`, picks one by the flow hash (two passes, so there is
+/// no limit on the fan-out and no allocation). Returns kUnset when none qualifies.
+template <typename Pred>
+uint32_t
+PickAmong(const std::vector<uint32_t>& ids, uint64_t flowHash, uint32_t vertex, Pred ok)
+{
+    size_t n = 0;
+    for (uint32_t id : ids)
+    {
+        n += ok(id) ? 1 : 0;
+    }
+    if (n == 0)
+    {
+        return kUnset;
+    }
+    size_t k = EcmpPick(flowHash, vertex, n);
+    for (uint32_t id : ids)
+    {
+        if (ok(id) && k-- == 0)
+        {
+            return id;
+        }
+    }
+    return kUnset;
+}
+
+} // namespace
+
+TypeId
+ClusterTopology::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::ClusterTopology")
+                            .SetParent<Object>()
+                            .SetGroupName("Gpusim")
+                            .AddConstructor<ClusterTopology>();
+    return tid;
+}
+
+ClusterTopology::ClusterTopology() = default;
+
+uint32_t
+ClusterTopology::AddVertex(const TopoVertex& v)
+{
+    m_vertices.push_back(v);
+    m_out.emplace_back();
+    m_in.emplace_back();
+    m_distCache.clear();
+    return static_cast<uint32_t>(m_vertices.size() - 1);
+}
+
+uint32_t
+ClusterTopology::AddDuplexLink(uint32_t a,
+                               uint32_t b,
+                               double bitsPerSec,
+                               double latencySec,
+                               TopoLinkKind kind)
+{
+    if (a >= m_vertices.size() || b >= m_vertices.size() || a == b)
+    {
+        throw std::runtime_error("ClusterTopology::AddDuplexLink: bad vertices " +
+                                 std::to_string(a) + " -> " + std::to_string(b));
+    }
+    if (!(bitsPerSec > 0) || !(latencySec >= 0))
+    {
+        throw std::runtime_error("ClusterTopology::AddDuplexLink: link " + m_vertices[a].name +
+                                 " <-> " + m_vertices[b].name +
+                                 " needs a positive rate and a non-negative latency");
+    }
+    const auto id = static_cast<uint32_t>(m_links.size());
+    TopoLink fwd{a, b, bitsPerSec, latencySec, kind, id + 1};
+    TopoLink rev{b, a, bitsPerSec, latencySec, kind, id};
+    m_links.push_back(fwd);
+    m_links.push_back(rev);
+    m_out[a].push_back(id);
+    m_out[b].push_back(id + 1);
+    m_in[b].push_back(id);
+    m_in[a].push_back(id + 1);
+    m_distCache.clear();
+    return id;
+}
+
+void
+ClusterTopology::SetGpu(uint32_t gpu, uint32_t vertex, uint32_t server, uint32_t nicVertex)
+{
+    if (vertex >= m_vertices.size() || m_vertices[vertex].type != TopoVertexType::Gpu)
+    {
+        throw std::runtime_error("ClusterTopology::SetGpu: vertex " + std::to_string(vertex) +
+                                 " is not a GPU vertex");
+    }
+    if (nicVertex != kUnset &&
+        (nicVertex >= m_vertices.size() || m_vertices[nicVertex].type != TopoVertexType::Nic))
+    {
+        throw std::runtime_error("ClusterTopology::SetGpu: vertex " + std::to_string(nicVertex) +
+                                 " is not a NIC vertex");
+    }
+    if (gpu >= m_gpuVertex.size())
+    {
+        m_gpuVertex.resize(gpu + 1, kUnset);
+        m_gpuServer.resize(gpu + 1, kUnset);
+        m_gpuNic.resize(gpu + 1, kUnset);
+        m_gpuLocal.resize(gpu + 1, kUnset);
+    }
+    m_gpuVertex[gpu] = vertex;
+    m_gpuServer[gpu] = server;
+    m_gpuNic[gpu] = nicVertex;
+    // The GPU vertex carries its index inside the server.
+    m_gpuLocal[gpu] = m_vertices[vertex].index;
+    m_nServers = std::max(m_nServers, server + 1);
+}
+
+void
+ClusterTopology::SetDescription(const std::string& d)
+{
+    m_description = d;
+}
+
+uint32_t
+ClusterTopology::GetNGpus() const
+{
+    return static_cast<uint32_t>(m_gpuVertex.size());
+}
+
+uint32_t
+ClusterTopology::GetNServers() const
+{
+    return m_nServers;
+}
+
+void
+ClusterTopology::CheckGpu(uint32_t gpu) const
+{
+    if (gpu >= m_gpuVertex.size() || m_gpuVertex[gpu] == kUnset)
+    {
+        throw std::runtime_error("ClusterTopology: GPU " + std::to_string(gpu) +
+                                 " is not registered (" + std::to_string(m_gpuVertex.size()) +
+                                 " GPU slots)");
+    }
+}
+
+uint32_t
+ClusterTopology::GpuVertex(uint32_t gpu) const
+{
+    CheckGpu(gpu);
+    return m_gpuVertex[gpu];
+}
+
+uint32_t
+ClusterTopology::ServerOf(uint32_t gpu) const
+{
+    CheckGpu(gpu);
+    return m_gpuServer[gpu];
+}
+
+uint32_t
+ClusterTopology::NicOf(uint32_t gpu) const
+{
+    CheckGpu(gpu);
+    return m_gpuNic[gpu];
+}
+
+uint32_t
+ClusterTopology::LocalIndex(uint32_t gpu) const
+{
+    CheckGpu(gpu);
+    return m_gpuLocal[gpu];
+}
+
+const std::vector<TopoVertex>&
+ClusterTopology::Vertices() const
+{
+    return m_vertices;
+}
+
+const std::vector<TopoLink>&
+ClusterTopology::Links() const
+{
+    return m_links;
+}
+
+const std::vector<uint32_t>&
+ClusterTopology::OutLinks(uint32_t vertex) const
+{
+    return m_out.at(vertex);
+}
+
+const std::vector<uint32_t>&
+ClusterTopology::InLinks(uint32_t vertex) const
+{
+    return m_in.at(vertex);
+}
+
+const std::string&
+ClusterTopology::GetDescription() const
+{
+    return m_description;
+}
+
+const std::vector<uint32_t>&
+ClusterTopology::DistancesTo(uint32_t dstVertex) const
+{
+    auto it = m_distCache.find(dstVertex);
+    if (it != m_distCache.end())
+    {
+        return it->second;
+    }
+    // Reverse BFS over incoming links. Only switches (and the destination itself) forward:
+    // a NIC gets a distance (it may be a source) but is never expanded.
+    std::vector<uint32_t> dist(m_vertices.size(), kUnset);
+    std::vector<uint32_t> queue;
+    queue.reserve(64);
+    dist[dstVertex] = 0;
+    queue.push_back(dstVertex);
+    for (size_t head = 0; head < queue.size(); ++head)
+    {
+        const uint32_t v = queue[head];
+        if (v != dstVertex && m_vertices[v].type != TopoVertexType::Switch)
+        {
+            continue;
+        }
+        for (uint32_t l : m_in[v])
+        {
+            const uint32_t u = m_links[l].from;
+            if (dist[u] == kUnset && IsFabricVertex(m_vertices[u].type))
+            {
+                dist[u] = dist[v] + 1;
+                queue.push_back(u);
+            }
+        }
+    }
+    return m_distCache.emplace(dstVertex, std::move(dist)).first->second;
+}
+
+uint32_t
+ClusterTopology::PickLink(uint32_t from, uint32_t to, uint64_t flowHash) const
+{
+    // Parallel links between the same pair are ECMP candidates too.
+    return PickAmong(m_out[from], flowHash, from, [&](uint32_t l) { return m_links[l].to == to; });
+}
+
+std::vector<uint32_t>
+ClusterTopology::Route(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowHash) const
+{
+    std::vector<uint32_t> route;
+    RouteInto(srcGpu, dstGpu, flowHash, route);
+    return route;
+}
+
+void
+ClusterTopology::RouteInto(uint32_t srcGpu,
+                           uint32_t dstGpu,
+                           uint64_t flowHash,
+                           std::vector<uint32_t>& route) const
+{
+    route.clear();
+    CheckGpu(srcGpu);
+    CheckGpu(dstGpu);
+    if (srcGpu == dstGpu)
+    {
+        return;
+    }
+    const uint32_t sv = m_gpuVertex[srcGpu];
+    const uint32_t dv = m_gpuVertex[dstGpu];
+    auto noPath = [&](const std::string& why) {
+        return std::runtime_error("ClusterTopology::Route: no path from GPU " +
+                                  std::to_string(srcGpu) + " (" + m_vertices[sv].name +
+                                  ") to GPU " + std::to_string(dstGpu) + " (" +
+                                  m_vertices[dv].name + "): " + why);
+    };
+
+    if (m_gpuServer[srcGpu] == m_gpuServer[dstGpu])
+    {
+        // GPU -> NVSwitch -> GPU; a direct NVLink between the two GPUs also counts.
+        const uint32_t first = PickAmong(m_out[sv], flowHash, sv, [&](uint32_t l) {
+            const TopoLink& link = m_links[l];
+            return link.kind == TopoLinkKind::NvLink &&
+                   (link.to == dv || (m_vertices[link.to].type == TopoVertexType::NvSwitch &&
+                                      PickLink(link.to, dv, flowHash) != kUnset));
+        });
+        if (first != kUnset)
+        {
+            route.push_back(first);
+            if (m_links[first].to != dv)
+            {
+                route.push_back(PickLink(m_links[first].to, dv, flowHash));
+            }
+            return;
+        }
+        // No NVLink between them: fall through to the NIC path (PCIe-only servers).
+    }
+
+    const uint32_t srcNic = m_gpuNic[srcGpu];
+    const uint32_t dstNic = m_gpuNic[dstGpu];
+    if (srcNic == kUnset || dstNic == kUnset)
+    {
+        throw noPath("GPU has no NIC");
+    }
+    const uint32_t up = PickLink(sv, srcNic, flowHash);
+    const uint32_t down = PickLink(dstNic, dv, flowHash);
+    if (up == kUnset || down == kUnset)
+    {
+        throw noPath("GPU is not linked to its NIC");
+    }
+    route.push_back(up);
+    if (srcNic != dstNic)
+    {
+        // Shortest paths into a NIC all end on one of its switches; when it has exactly one
+        // switch neighbour (the usual case) aim at that switch, so the distance cache holds
+        // one entry per leaf instead of one per NIC.
+        uint32_t target = dstNic;
+        uint32_t attach = kUnset;
+        bool single = true;
+        for (uint32_t l : m_in[dstNic])
+        {
+            const uint32_t u = m_links[l].from;
+            if (m_vertices[u].type == TopoVertexType::Gpu)
+            {
+                continue;
+            }
+            if (m_vertices[u].type != TopoVertexType::Switch || (attach != kUnset && attach != u))
+            {
+                single = false;
+                break;
+            }
+            attach = u;
+        }
+        if (single && attach != kUnset)
+        {
+            target = attach;
+        }
+        const std::vector<uint32_t>& dist = DistancesTo(target);
+        if (dist[srcNic] == kUnset)
+        {
+            throw noPath("fabric does not connect " + m_vertices[srcNic].name + " and " +
+                         m_vertices[dstNic].name);
+        }
+        uint32_t cur = srcNic;
+        while (cur != target)
+        {
+            const uint32_t want = dist[cur] - 1;
+            const uint32_t l = PickAmong(m_out[cur], flowHash, cur, [&](uint32_t id) {
+                const uint32_t v = m_links[id].to;
+                const bool forwards = m_vertices[v].type == TopoVertexType::Switch || v == target;
+                return forwards && dist[v] == want;
+            });
+            if (l == kUnset)
+            {
+                throw noPath("routing dead end at " + m_vertices[cur].name);
+            }
+            route.push_back(l);
+            cur = m_links[l].to;
+        }
+        if (target != dstNic)
+        {
+            route.push_back(PickLink(target, dstNic, flowHash));
+        }
+    }
+    route.push_back(down);
+}
+
+uint64_t
+ClusterTopology::HashFlow(uint64_t flowKey, uint32_t srcGpu, uint32_t dstGpu)
+{
+    return Mix64(flowKey ^ Mix64((uint64_t(srcGpu) << 32) | dstGpu));
+}
+
+double
+ClusterTopology::PathLatency(const std::vector<uint32_t>& route) const
+{
+    double s = 0;
+    for (uint32_t l : route)
+    {
+        s += m_links.at(l).latencySec;
+    }
+    return s;
+}
+
+double
+ClusterTopology::PathBottleneck(const std::vector<uint32_t>& route) const
+{
+    double b = std::numeric_limits<double>::infinity();
+    for (uint32_t l : route)
+    {
+        b = std::min(b, m_links.at(l).bitsPerSec);
+    }
+    return b;
+}
+
+} // namespace ns3

@@ -1,0 +1,720 @@
+#include "ns3/flow-backend.h"
+
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("FlowBackend");
+NS_OBJECT_ENSURE_REGISTERED(FlowBackend);
+
+namespace
+{
+
+/// Route cache bound: flow keys are usually few (channels), but never let it grow unbounded.
+constexpr size_t kMaxCachedRoutes = 1u << 20;
+
+int64_t
+NowNs()
+{
+    return Simulator::Now().GetNanoSeconds();
+}
+
+} // namespace
+
+// Min-heap orders; ties broken by ids so that runs are reproducible.
+bool
+FlowBackend::DrainLater(const DrainEntry& a, const DrainEntry& b)
+{
+    return a.finishNs != b.finishNs ? a.finishNs > b.finishNs : a.slot > b.slot;
+}
+
+bool
+FlowBackend::ShareLater(const HeapEntry& a, const HeapEntry& b)
+{
+    return a.share != b.share ? a.share > b.share : a.link > b.link;
+}
+
+TypeId
+FlowBackend::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::FlowBackend")
+            .SetParent<NetworkBackend>()
+            .SetGroupName("Gpusim")
+            .AddConstructor<FlowBackend>()
+            .AddAttribute("RecordRateHistory",
+                          "Keep every flow's rate segments in memory (needed for rollback)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&FlowBackend::SetRecordRateHistory,
+                                              &FlowBackend::GetRecordRateHistory),
+                          MakeBooleanChecker())
+            .AddTraceSource("TransferStarted",
+                            "StartTransfer was called (delivered time unset)",
+                            MakeTraceSourceAccessor(&FlowBackend::m_startedTrace),
+                            "ns3::FlowBackend::TransferTracedCallback")
+            .AddTraceSource("TransferDelivered",
+                            "A transfer's last byte arrived at its destination GPU",
+                            MakeTraceSourceAccessor(&FlowBackend::m_deliveredTrace),
+                            "ns3::FlowBackend::TransferTracedCallback")
+            .AddTraceSource("RatesRecomputed",
+                            "A water-filling pass ran: (flows, links) it re-rated",
+                            MakeTraceSourceAccessor(&FlowBackend::m_recomputeTrace),
+                            "ns3::TracedCallback::Uint32Uint32");
+    return tid;
+}
+
+FlowBackend::FlowBackend() = default;
+
+FlowBackend::~FlowBackend() = default;
+
+void
+FlowBackend::DoDispose()
+{
+    Simulator::Cancel(m_drainEvent);
+    Simulator::Cancel(m_recomputeEvent);
+    for (auto& [t, d] : m_deliveries)
+    {
+        Simulator::Cancel(d.event);
+    }
+    m_deliveries.clear();
+    m_flows.clear();
+    m_linkFlows.clear();
+    m_routeCache.clear();
+    m_topology = nullptr;
+    m_history = nullptr;
+    NetworkBackend::DoDispose();
+}
+
+size_t
+FlowBackend::RouteKeyHash::operator()(const RouteKey& k) const
+{
+    return ClusterTopology::HashFlow(k.flowKey, k.src, k.dst);
+}
+
+void
+FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
+{
+    if (m_nActive > 0 || !m_deliveries.empty())
+    {
+        throw std::logic_error("FlowBackend::SetTopology: transfers are in flight");
+    }
+    m_topology = topology;
+    const size_t nLinks = topology ? topology->Links().size() : 0;
+    m_capacity.assign(nLinks, 0);
+    for (size_t l = 0; l < nLinks; ++l)
+    {
+        m_capacity[l] = topology->Links()[l].bitsPerSec / 8;
+    }
+    m_linkBytes.assign(nLinks, 0);
+    m_linkFlows.assign(nLinks, {});
+    m_linkMark.assign(nLinks, 0);
+    m_linkTouch.assign(nLinks, 0);
+    m_linkVersion.assign(nLinks, 0);
+    m_unfrozen.assign(nLinks, 0);
+    m_capLeft.assign(nLinks, 0);
+    m_routeCache.clear();
+    m_seedLinks.clear();
+}
+
+Ptr<ClusterTopology>
+FlowBackend::GetTopology() const
+{
+    return m_topology;
+}
+
+std::string
+FlowBackend::GetName() const
+{
+    return "flow";
+}
+
+uint64_t
+FlowBackend::GetDeliveredCount() const
+{
+    return m_delivered;
+}
+
+uint64_t
+FlowBackend::GetStartedCount() const
+{
+    return m_started;
+}
+
+uint64_t
+FlowBackend::GetRecomputeCount() const
+{
+    return m_recomputes;
+}
+
+uint32_t
+FlowBackend::GetNActiveFlows() const
+{
+    return m_nActive;
+}
+
+const std::vector<double>&
+FlowBackend::GetLinkBytes() const
+{
+    return m_linkBytes;
+}
+
+double
+FlowBackend::GetLinkUtilisation(uint32_t link, Time interval) const
+{
+    const double cap = m_capacity.at(link) * interval.GetSeconds();
+    return cap > 0 ? m_linkBytes.at(link) / cap : 0;
+}
+
+double
+FlowBackend::GetCurrentRate(uint64_t id) const
+{
+    for (const Flow& f : m_flows)
+    {
+        if (f.active && f.rec.id == id)
+        {
+            return f.rate;
+        }
+    }
+    return -1;
+}
+
+void
+FlowBackend::SetRateHistory(Ptr<FlowRateHistory> history)
+{
+    m_history = history;
+}
+
+Ptr<FlowRateHistory>
+FlowBackend::GetRateHistory() const
+{
+    return m_history;
+}
+
+void
+FlowBackend::SetRecordRateHistory(bool on)
+{
+    if (on && !m_history)
+    {
+        m_history = CreateObject<InMemoryFlowRateHistory>();
+    }
+    else if (!on)
+    {
+        m_history = nullptr;
+    }
+}
+
+bool
+FlowBackend::GetRecordRateHistory() const
+{
+    return m_history != nullptr;
+}
+
+const FlowBackend::CachedRoute&
+FlowBackend::LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey)
+{
+    const RouteKey key{src, dst, flowKey};
+    auto it = m_routeCache.find(key);
+    if (it != m_routeCache.end())
+    {
+        return it->second;
+    }
+    if (m_routeCache.size() >= kMaxCachedRoutes)
+    {
+        m_routeCache.clear(); // flows hold copies, so dropping the cache is safe
+    }
+    CachedRoute r;
+    m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
+    r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
+    return m_routeCache.emplace(key, std::move(r)).first->second;
+}
+
+void
+FlowBackend::StartTransfer(uint64_t id,
+                           uint32_t srcGpu,
+                           uint32_t dstGpu,
+                           uint64_t bytes,
+                           uint64_t flowKey,
+                           DeliveredCallback done)
+{
+    if (!m_topology)
+    {
+        throw std::logic_error("FlowBackend::StartTransfer: no topology set");
+    }
+    TransferRecord rec;
+    rec.id = id;
+    rec.srcGpu = srcGpu;
+    rec.dstGpu = dstGpu;
+    rec.bytes = bytes;
+    rec.start = Simulator::Now();
+    const CachedRoute& route = LookupRoute(srcGpu, dstGpu, flowKey); // validates the GPUs
+    NS_LOG_FUNCTION(this << id << srcGpu << dstGpu << bytes << flowKey);
+    ++m_started;
+    m_startedTrace(rec);
+    if (m_history)
+    {
+        m_history->OnStart(rec, flowKey);
+    }
+    if (route.links.empty() || bytes == 0)
+    {
+        // Nothing to drain: same GPU (delivered now) or an empty message (latency only).
+        if (m_history)
+        {
+            m_history->OnDrained(id, rec.start);
+        }
+        EnqueueDelivery(NowNs() + route.latencyNs, {rec, std::move(done)});
+        return;
+    }
+    AddFlow(rec, flowKey, route, double(bytes), std::move(done));
+}
+
+void
+FlowBackend::AddFlow(const TransferRecord& rec,
+                     uint64_t flowKey,
+                     const CachedRoute& route,
+                     double remaining,
+                     DeliveredCallback done)
+{
+    uint32_t slot;
+    if (!m_freeSlots.empty())
+    {
+        slot = m_freeSlots.back();
+        m_freeSlots.pop_back();
+    }
+    else
+    {
+        slot = static_cast<uint32_t>(m_flows.size());
+        m_flows.emplace_back();
+    }
+    Flow& f = m_flows[slot];
+    f.rec = rec;
+    f.flowKey = flowKey;
+    f.route.assign(route.links.begin(), route.links.end());
+    f.latencyNs = route.latencyNs;
+    f.remaining = remaining;
+    f.t0Ns = NowNs();
+    f.rate = 0;
+    f.finishNs = std::numeric_limits<int64_t>::max();
+    ++f.stamp;
+    f.active = true;
+    f.done = std::move(done);
+    ++m_nActive;
+    for (uint32_t l : f.route)
+    {
+        m_linkFlows[l].push_back(slot);
+        m_seedLinks.push_back(l);
+    }
+    MarkDirty();
+}
+
+void
+FlowBackend::MarkDirty()
+{
+    // One recomputation per instant, however many arrivals/departures happen at it.
+    if (!m_recomputeEvent.IsRunning())
+    {
+        m_recomputeEvent = Simulator::ScheduleNow(&FlowBackend::Recompute, this);
+    }
+}
+
+void
+FlowBackend::Recompute()
+{
+    const int64_t nowNs = NowNs();
+    ++m_recomputes;
+    if (++m_epoch == 0) // wrapped: clear the marks once every 4G passes
+    {
+        std::fill(m_linkMark.begin(), m_linkMark.end(), 0);
+        for (Flow& f : m_flows)
+        {
+            f.visitEpoch = f.frozenEpoch = 0;
+        }
+        m_epoch = 1;
+    }
+
+    // Only flows connected (through shared links) to an arrival or departure can change rate:
+    // collect that component starting from the links whose flow set changed.
+    m_compLinks.clear();
+    m_compFlows.clear();
+    for (uint32_t l : m_seedLinks)
+    {
+        if (m_linkMark[l] != m_epoch)
+        {
+            m_linkMark[l] = m_epoch;
+            m_compLinks.push_back(l);
+        }
+    }
+    m_seedLinks.clear();
+    for (size_t i = 0; i < m_compLinks.size(); ++i)
+    {
+        for (uint32_t slot : m_linkFlows[m_compLinks[i]])
+        {
+            Flow& f = m_flows[slot];
+            if (f.visitEpoch == m_epoch)
+            {
+                continue;
+            }
+            f.visitEpoch = m_epoch;
+            m_compFlows.push_back(slot);
+            for (uint32_t l : f.route)
+            {
+                if (m_linkMark[l] != m_epoch)
+                {
+                    m_linkMark[l] = m_epoch;
+                    m_compLinks.push_back(l);
+                }
+            }
+        }
+    }
+    m_recomputeTrace(static_cast<uint32_t>(m_compFlows.size()),
+                     static_cast<uint32_t>(m_compLinks.size()));
+    if (m_compFlows.empty())
+    {
+        return;
+    }
+
+    WaterFill();
+
+    bool rescheduled = false;
+    for (uint32_t slot : m_compFlows)
+    {
+        Flow& f = m_flows[slot];
+        if (f.newRate == f.rate)
+        {
+            continue; // untouched: keeps its remaining bytes and finish time
+        }
+        f.remaining =
+            std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
+        f.t0Ns = nowNs;
+        f.rate = f.newRate;
+        f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
+        ++f.stamp;
+        m_drainHeap.push_back({f.finishNs, slot, f.stamp});
+        std::push_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        rescheduled = true;
+        if (m_history)
+        {
+            m_history->OnRate(f.rec.id, Simulator::Now(), f.rate, f.remaining);
+        }
+    }
+    if (rescheduled)
+    {
+        ScheduleDrain();
+    }
+}
+
+void
+FlowBackend::WaterFill()
+{
+    // Progressive filling: repeatedly take the link with the smallest fair share
+    // (capacity left / flows without a rate), give that share to its flows and remove them.
+    // Shares never decrease as flows are frozen, so a lazy min-heap with re-pushed entries
+    // finds every bottleneck in O((flows x hops + links) log links).
+    m_heap.clear();
+    for (uint32_t l : m_compLinks)
+    {
+        const auto n = static_cast<uint32_t>(m_linkFlows[l].size());
+        m_unfrozen[l] = n;
+        m_capLeft[l] = m_capacity[l];
+        if (n > 0)
+        {
+            m_heap.push_back({m_capacity[l] / n, l, ++m_linkVersion[l]});
+        }
+    }
+    std::make_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+    double level = 0;
+    while (!m_heap.empty())
+    {
+        std::pop_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+        const HeapEntry e = m_heap.back();
+        m_heap.pop_back();
+        if (e.version != m_linkVersion[e.link] || m_unfrozen[e.link] == 0)
+        {
+            continue;
+        }
+        // Rounding may leave a share a hair below the previous level; the level is monotone.
+        const double share = std::max(e.share, level);
+        level = share;
+        if (++m_touchEpoch == 0)
+        {
+            std::fill(m_linkTouch.begin(), m_linkTouch.end(), 0);
+            m_touchEpoch = 1;
+        }
+        m_touched.clear();
+        for (uint32_t slot : m_linkFlows[e.link])
+        {
+            Flow& f = m_flows[slot];
+            if (f.frozenEpoch == m_epoch)
+            {
+                continue;
+            }
+            f.frozenEpoch = m_epoch;
+            f.newRate = share;
+            for (uint32_t l : f.route)
+            {
+                m_capLeft[l] -= share;
+                --m_unfrozen[l];
+                if (m_linkTouch[l] != m_touchEpoch)
+                {
+                    m_linkTouch[l] = m_touchEpoch;
+                    m_touched.push_back(l);
+                }
+            }
+        }
+        for (uint32_t l : m_touched)
+        {
+            if (m_unfrozen[l] > 0)
+            {
+                m_heap.push_back(
+                    {std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l, ++m_linkVersion[l]});
+                std::push_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+            }
+        }
+    }
+}
+
+void
+FlowBackend::ScheduleDrain()
+{
+    // Drop entries of flows that finished or were re-rated since they were pushed.
+    while (!m_drainHeap.empty())
+    {
+        const DrainEntry& top = m_drainHeap.front();
+        const Flow& f = m_flows[top.slot];
+        if (f.active && f.stamp == top.stamp)
+        {
+            break;
+        }
+        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        m_drainHeap.pop_back();
+    }
+    // Stale entries of long flows can pile up under churn: rebuild when mostly stale.
+    if (m_drainHeap.size() > 4 * size_t(m_nActive) + 1024)
+    {
+        std::vector<DrainEntry> live;
+        live.reserve(m_nActive);
+        for (const DrainEntry& e : m_drainHeap)
+        {
+            const Flow& f = m_flows[e.slot];
+            if (f.active && f.stamp == e.stamp)
+            {
+                live.push_back(e);
+            }
+        }
+        m_drainHeap.swap(live);
+        std::make_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+    }
+    if (m_drainHeap.empty())
+    {
+        Simulator::Cancel(m_drainEvent);
+        m_drainAtNs = -1;
+        return;
+    }
+    const int64_t at = m_drainHeap.front().finishNs;
+    if (m_drainEvent.IsRunning() && m_drainAtNs == at)
+    {
+        return;
+    }
+    Simulator::Cancel(m_drainEvent);
+    m_drainAtNs = at;
+    m_drainEvent = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, at - NowNs())),
+                                       &FlowBackend::OnDrain,
+                                       this);
+}
+
+void
+FlowBackend::OnDrain()
+{
+    const int64_t nowNs = NowNs();
+    m_drainAtNs = -1;
+    bool any = false;
+    while (!m_drainHeap.empty() && m_drainHeap.front().finishNs <= nowNs)
+    {
+        const DrainEntry e = m_drainHeap.front();
+        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        m_drainHeap.pop_back();
+        const Flow& f = m_flows[e.slot];
+        if (f.active && f.stamp == e.stamp)
+        {
+            CompleteFlow(e.slot, nowNs);
+            any = true;
+        }
+    }
+    if (any)
+    {
+        MarkDirty(); // departures free capacity for the others
+    }
+    ScheduleDrain();
+}
+
+void
+FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
+{
+    Flow& f = m_flows[slot];
+    f.active = false;
+    ++f.stamp;
+    --m_nActive;
+    for (uint32_t l : f.route)
+    {
+        std::vector<uint32_t>& on = m_linkFlows[l];
+        auto it = std::find(on.begin(), on.end(), slot);
+        *it = on.back();
+        on.pop_back();
+        m_seedLinks.push_back(l);
+        m_linkBytes[l] += double(f.rec.bytes);
+    }
+    if (m_history)
+    {
+        m_history->OnDrained(f.rec.id, NanoSeconds(nowNs));
+    }
+    EnqueueDelivery(nowNs + f.latencyNs, {f.rec, std::move(f.done)});
+    f.done = nullptr;
+    m_freeSlots.push_back(slot);
+}
+
+void
+FlowBackend::EnqueueDelivery(int64_t atNs, Pending p)
+{
+    auto [it, inserted] = m_deliveries.try_emplace(atNs);
+    it->second.items.push_back(std::move(p));
+    if (inserted)
+    {
+        // One event per distinct delivery time.
+        it->second.event = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, atNs - NowNs())),
+                                               &FlowBackend::OnDeliver,
+                                               this,
+                                               atNs);
+    }
+}
+
+void
+FlowBackend::OnDeliver(int64_t atNs)
+{
+    auto node = m_deliveries.extract(atNs);
+    if (node.empty())
+    {
+        return;
+    }
+    std::vector<Pending>& items = node.mapped().items;
+    std::sort(items.begin(), items.end(), [](const Pending& a, const Pending& b) {
+        return a.rec.id < b.rec.id;
+    });
+    const Time now = Simulator::Now();
+    for (Pending& p : items)
+    {
+        p.rec.delivered = now;
+        ++m_delivered;
+        if (m_history)
+        {
+            m_history->OnDelivered(p.rec.id, now);
+        }
+        m_deliveredTrace(p.rec);
+        if (p.done)
+        {
+            p.done(p.rec); // may start new transfers (re-entrant)
+        }
+    }
+}
+
+std::vector<TransferRecord>
+FlowBackend::InFlight() const
+{
+    std::vector<TransferRecord> out;
+    for (const Flow& f : m_flows)
+    {
+        if (f.active)
+        {
+            out.push_back(f.rec);
+        }
+    }
+    for (const auto& [t, d] : m_deliveries)
+    {
+        for (const Pending& p : d.items)
+        {
+            out.push_back(p.rec);
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const TransferRecord& a, const TransferRecord& b) {
+        return a.id < b.id;
+    });
+    return out;
+}
+
+FlowBackend::Checkpoint
+FlowBackend::CaptureStateAt(Time t) const
+{
+    if (!m_history)
+    {
+        throw std::logic_error("FlowBackend::CaptureStateAt: no rate history is recorded "
+                               "(set RecordRateHistory=true or SetRateHistory)");
+    }
+    if (t > Simulator::Now())
+    {
+        throw std::logic_error("FlowBackend::CaptureStateAt: time is in the future");
+    }
+    Checkpoint cp;
+    cp.time = t;
+    cp.transfers = m_history->AliveAt(t);
+    for (FlowHistoryRecord& r : cp.transfers)
+    {
+        // Forget what happened after t.
+        while (r.segments.size() > 1 && r.segments.back().start > t)
+        {
+            r.segments.pop_back();
+        }
+        if (r.isDrained && r.drained > t)
+        {
+            r.isDrained = false;
+        }
+        r.isDelivered = false;
+        r.transfer.delivered = Time();
+    }
+    return cp;
+}
+
+void
+FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
+{
+    if (!m_topology)
+    {
+        throw std::logic_error("FlowBackend::RestoreState: no topology set");
+    }
+    if (m_nActive > 0 || !m_deliveries.empty())
+    {
+        throw std::logic_error("FlowBackend::RestoreState: backend is not idle");
+    }
+    if (Simulator::Now() != cp.time)
+    {
+        throw std::logic_error("FlowBackend::RestoreState: simulator clock is not at the "
+                               "checkpoint time");
+    }
+    const int64_t nowNs = NowNs();
+    for (const FlowHistoryRecord& r : cp.transfers)
+    {
+        DeliveredCallback done = rebind ? rebind(r.transfer) : DeliveredCallback();
+        const CachedRoute& route = LookupRoute(r.transfer.srcGpu, r.transfer.dstGpu, r.flowKey);
+        if (m_history)
+        {
+            m_history->OnRestore(r);
+        }
+        ++m_started;
+        if (r.isDrained || route.links.empty() || r.transfer.bytes == 0)
+        {
+            const int64_t drainedNs = r.isDrained ? r.drained.GetNanoSeconds() : nowNs;
+            EnqueueDelivery(std::max(nowNs, drainedNs + route.latencyNs),
+                            {r.transfer, std::move(done)});
+            continue;
+        }
+        AddFlow(r.transfer, r.flowKey, route, r.RemainingBytesAt(cp.time), std::move(done));
+    }
+}
+
+} // namespace ns3

@@ -1,0 +1,222 @@
+/*
+ * FlowBackend: flow-level network model. Every in-flight transfer is a fluid flow on its route
+ * (ClusterTopology::Route); rates are max-min fair over the directed links, found by
+ * water-filling, and recomputed only when flows arrive or leave (coalesced per instant).
+ * A transfer is delivered when its payload has drained plus the route's latency.
+ */
+#ifndef GPUSIM_FLOW_BACKEND_H
+#define GPUSIM_FLOW_BACKEND_H
+
+#include "ns3/event-id.h"
+#include "ns3/flow-rate-history.h"
+#include "ns3/network-backend.h"
+#include "ns3/traced-callback.h"
+
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+class FlowBackend : public NetworkBackend
+{
+  public:
+    static TypeId GetTypeId();
+    FlowBackend();
+    ~FlowBackend() override;
+
+    void SetTopology(Ptr<ClusterTopology> topology) override;
+    Ptr<ClusterTopology> GetTopology() const override;
+    void StartTransfer(uint64_t id,
+                       uint32_t srcGpu,
+                       uint32_t dstGpu,
+                       uint64_t bytes,
+                       uint64_t flowKey,
+                       DeliveredCallback done) override;
+    std::vector<TransferRecord> InFlight() const override;
+    std::string GetName() const override;
+    uint64_t GetDeliveredCount() const override;
+
+    // ---- statistics ----
+    uint64_t GetStartedCount() const;
+    /// Water-filling passes run so far (one per instant with arrivals/departures).
+    uint64_t GetRecomputeCount() const;
+    /// Flows currently draining (not counting transfers waiting out their latency).
+    uint32_t GetNActiveFlows() const;
+    /// Bytes carried per directed link id, counted when a flow finishes draining.
+    const std::vector<double>& GetLinkBytes() const;
+    /// Mean utilisation of a link over [0, interval]: bytes carried * 8 / (rate * interval).
+    double GetLinkUtilisation(uint32_t link, Time interval) const;
+    /// Current max-min rate of an in-flight transfer in bytes/s (0 until the pending
+    /// recomputation ran; -1 if `id` is not draining).
+    double GetCurrentRate(uint64_t id) const;
+
+    // ---- rate history and rollback (live mode) ----
+    /// Records into `history` from now on (null stops recording).
+    void SetRateHistory(Ptr<FlowRateHistory> history);
+    Ptr<FlowRateHistory> GetRateHistory() const;
+
+    /// Everything in flight at one instant, rebuilt from the rate history.
+    struct Checkpoint
+    {
+        Time time;
+        std::vector<FlowHistoryRecord> transfers; //!< truncated to `time`, sorted by id
+    };
+
+    /// Returns a new callback for a transfer being restored.
+    using Rebind = std::function<DeliveredCallback(const TransferRecord&)>;
+
+    /// State of the backend after all events at t (t <= Now()), from the rate history:
+    /// transfers started at or before t and not delivered by t, with the segments up to t.
+    /// Throws std::logic_error when no history is recorded.
+    Checkpoint CaptureStateAt(Time t) const;
+
+    /// Continues a captured state in an idle backend (nothing in flight) at Now() == cp.time.
+    /// Draining transfers resume with their remaining bytes; drained ones are delivered after
+    /// their latency. Rollback recipe: cp = old->CaptureStateAt(t); Simulator::Destroy();
+    /// Simulator::Schedule(t, &Simulator::Stop)... Run() (an empty run jumps the clock to t);
+    /// fresh->RestoreState(cp, rebind); reschedule the workload's own events; Run().
+    void RestoreState(const Checkpoint& cp, Rebind rebind);
+
+    /// Signature of the TransferStarted / TransferDelivered trace sources.
+    typedef void (*TransferTracedCallback)(const TransferRecord& transfer);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// One draining transfer. Slots are reused; `route` keeps its capacity.
+    struct Flow
+    {
+        TransferRecord rec;
+        uint64_t flowKey = 0;
+        std::vector<uint32_t> route; //!< directed link ids
+        int64_t latencyNs = 0;       //!< route latency, added after draining
+        double remaining = 0;        //!< bytes left at t0Ns
+        int64_t t0Ns = 0;            //!< when `remaining` was last brought up to date
+        double rate = 0;             //!< current max-min rate (bytes/s)
+        double newRate = 0;          //!< scratch for the recomputation
+        int64_t finishNs = 0;        //!< predicted drain completion
+        uint32_t stamp = 0;          //!< bumped whenever finishNs changes
+        uint32_t visitEpoch = 0;     //!< component search mark
+        uint32_t frozenEpoch = 0;    //!< water-filling mark
+        bool active = false;
+        DeliveredCallback done;
+    };
+
+    /// A drained transfer waiting out its latency.
+    struct Pending
+    {
+        TransferRecord rec;
+        DeliveredCallback done;
+    };
+
+    struct Deliveries
+    {
+        std::vector<Pending> items;
+        EventId event;
+    };
+
+    struct DrainEntry
+    {
+        int64_t finishNs;
+        uint32_t slot;
+        uint32_t stamp;
+    };
+
+    struct HeapEntry
+    {
+        double share; //!< fair share of the remaining capacity (bytes/s)
+        uint32_t link;
+        uint32_t version;
+    };
+
+    struct RouteKey
+    {
+        uint32_t src;
+        uint32_t dst;
+        uint64_t flowKey;
+
+        bool operator==(const RouteKey& o) const
+        {
+            return src == o.src && dst == o.dst && flowKey == o.flowKey;
+        }
+    };
+
+    struct RouteKeyHash
+    {
+        size_t operator()(const RouteKey& k) const;
+    };
+
+    struct CachedRoute
+    {
+        std::vector<uint32_t> links;
+        int64_t latencyNs = 0;
+    };
+
+    static bool DrainLater(const DrainEntry& a, const DrainEntry& b);
+    static bool ShareLater(const HeapEntry& a, const HeapEntry& b);
+
+    const CachedRoute& LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey);
+    void AddFlow(const TransferRecord& rec,
+                 uint64_t flowKey,
+                 const CachedRoute& route,
+                 double remaining,
+                 DeliveredCallback done);
+    void MarkDirty();
+    void Recompute();
+    void WaterFill();
+    void OnDrain();
+    void CompleteFlow(uint32_t slot, int64_t nowNs);
+    void ScheduleDrain();
+    void EnqueueDelivery(int64_t atNs, Pending p);
+    void OnDeliver(int64_t atNs);
+    void SetRecordRateHistory(bool on);
+    bool GetRecordRateHistory() const;
+
+    Ptr<ClusterTopology> m_topology;
+    Ptr<FlowRateHistory> m_history;      //!< null: no recording
+    std::vector<double> m_capacity;      //!< per directed link, bytes/s
+    std::vector<double> m_linkBytes;     //!< per directed link, bytes carried
+
+    std::vector<Flow> m_flows;                       //!< flow slots
+    std::vector<uint32_t> m_freeSlots;               //!< reusable slots (LIFO)
+    uint32_t m_nActive = 0;                          //!< active flow slots
+    std::vector<std::vector<uint32_t>> m_linkFlows; //!< per link: active slots crossing it
+
+    // Recomputation scratch (allocated once, reused).
+    std::vector<uint32_t> m_seedLinks;  //!< links whose flow set changed since the last pass
+    std::vector<uint32_t> m_compLinks;  //!< links of the flows being re-rated
+    std::vector<uint32_t> m_compFlows;  //!< slots being re-rated
+    std::vector<uint32_t> m_linkMark;   //!< per link: epoch of the last visit
+    std::vector<uint32_t> m_linkTouch;  //!< per link: bottleneck step of the last update
+    std::vector<uint32_t> m_linkVersion; //!< per link: version of its valid heap entry
+    std::vector<uint32_t> m_unfrozen;   //!< per link: flows without a rate yet
+    std::vector<double> m_capLeft;      //!< per link: capacity not yet handed out
+    std::vector<uint32_t> m_touched;    //!< links updated by one bottleneck step
+    std::vector<HeapEntry> m_heap;      //!< min-heap of link fair shares
+    uint32_t m_epoch = 0;
+    uint32_t m_touchEpoch = 0;
+
+    std::vector<DrainEntry> m_drainHeap; //!< min-heap of predicted drain completions
+    EventId m_drainEvent;                //!< fires at the earliest drain completion
+    int64_t m_drainAtNs = -1;            //!< when m_drainEvent fires
+    EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale
+
+    std::map<int64_t, Deliveries> m_deliveries; //!< delivery time (ns) -> transfers
+
+    std::unordered_map<RouteKey, CachedRoute, RouteKeyHash> m_routeCache;
+
+    uint64_t m_started = 0;
+    uint64_t m_delivered = 0;
+    uint64_t m_recomputes = 0;
+
+    TracedCallback<const TransferRecord&> m_startedTrace;   //!< StartTransfer was called
+    TracedCallback<const TransferRecord&> m_deliveredTrace; //!< a transfer was delivered
+    TracedCallback<uint32_t, uint32_t> m_recomputeTrace;    //!< flows, links re-rated
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_FLOW_BACKEND_H
