@@ -526,6 +526,14 @@ GpuWorkload::ChromeTraceJson() const
     w.BeginObject();
     w.Key("displayTimeUnit").String("ns");
     w.Key("traceEvents").BeginArray();
+    WriteChromeTraceEvents(w);
+    w.EndArray().EndObject();
+    return w.Take() + "\n";
+}
+
+void
+GpuWorkload::WriteChromeTraceEvents(JsonWriter& w) const
+{
     auto meta = [&w](const char* what, uint32_t pid, int64_t tid, const std::string& name) {
         w.BeginObject().Key("ph").String("M").Key("name").String(what);
         w.Key("pid").Uint(pid).Key("tid").Int(tid);
@@ -616,8 +624,6 @@ GpuWorkload::ChromeTraceJson() const
             w.EndObject();
         }
     }
-    w.EndArray().EndObject();
-    return w.Take() + "\n";
 }
 
 } // namespace ns3

@@ -8,6 +8,7 @@
 #define GPUSIM_GPU_WORKLOAD_H
 
 #include "ns3/cuda-context.h"
+#include "ns3/json-writer.h"
 #include "ns3/nccl-collective.h"
 #include "ns3/network-backend.h"
 #include "ns3/node-container.h"
@@ -79,6 +80,9 @@ class GpuWorkload : public Object
     /// Chrome trace JSON: ranks as processes, host threads and streams as tracks, network
     /// transfers as async slices.
     std::string ChromeTraceJson() const;
+    /// Appends this workload's trace events to an open "traceEvents" array (used to merge
+    /// several runs into one trace).
+    void WriteChromeTraceEvents(gpusim::JsonWriter& w) const;
 
   protected:
     void DoDispose() override;

@@ -366,6 +366,15 @@ class DirectExecutor : public CollectiveExecutor
     std::vector<uint32_t> m_pending;
 };
 
+/// Trees pipeline in small chunks (NCCL uses a few hundred KiB) so the fill through the tree
+/// depth stays a small fraction; at most 128 chunks to bound the event count.
+uint32_t
+TreeChunks(double perTreeBytes, uint64_t chunkBytes)
+{
+    const double chunk = std::min<double>(chunkBytes, 256.0 * 1024);
+    return static_cast<uint32_t>(std::clamp(std::ceil(perTreeBytes / chunk), 1.0, 128.0));
+}
+
 bool
 IsP2p(CollKind k)
 {
@@ -478,26 +487,48 @@ Communicator::NumServers() const
     return std::unique(servers.begin(), servers.end()) - servers.begin();
 }
 
-std::vector<uint32_t>
-Communicator::RingOrder(uint32_t channel) const
+std::vector<std::vector<uint32_t>>
+Communicator::ServerGroups(uint32_t rotation) const
 {
     Ptr<ClusterTopology> topo = m_world->GetTopology();
-    // Group comm ranks by server (servers in order of their lowest GPU), GPUs by local index.
+    // Comm ranks grouped by server (servers in order of their lowest GPU), GPUs by local index,
+    // each server's list rotated so channels start on different GPUs (and NICs).
     std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> byServer;
     for (uint32_t r = 0; r < m_nranks; ++r)
     {
         byServer[topo->ServerOf(m_gpus[r])].push_back({topo->LocalIndex(m_gpus[r]), r});
     }
-    std::vector<uint32_t> order;
-    order.reserve(m_nranks);
+    std::vector<std::vector<uint32_t>> groups;
     for (auto& [server, members] : byServer)
     {
         std::sort(members.begin(), members.end());
         const size_t k = members.size();
+        std::vector<uint32_t> g;
         for (size_t i = 0; i < k; ++i)
         {
-            order.push_back(members[(i + channel) % k].second);
+            g.push_back(members[(i + rotation) % k].second);
         }
+        groups.push_back(std::move(g));
+    }
+    return groups;
+}
+
+std::vector<uint32_t>
+Communicator::RingOrder(uint32_t channel) const
+{
+    // Every other server is traversed backwards, so the ring leaves a server and enters the
+    // next one on the same local GPU index, i.e. the same rail (what NCCL achieves with PXN):
+    // server 0 runs c, c+1, ..., c-1; server 1 runs c-1, ..., c; server 2 runs c, ... again.
+    std::vector<std::vector<uint32_t>> groups = ServerGroups(channel);
+    std::vector<uint32_t> order;
+    order.reserve(m_nranks);
+    for (size_t s = 0; s < groups.size(); ++s)
+    {
+        if (s % 2 == 1)
+        {
+            std::reverse(groups[s].begin(), groups[s].end());
+        }
+        order.insert(order.end(), groups[s].begin(), groups[s].end());
     }
     return order;
 }
@@ -591,24 +622,16 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
         }
         else if (plan.algo == "tree")
         {
-            // Two trees over servers (mirrored so a server is interior in at most one of
-            // them), with a chain through each server's GPUs.
-            std::vector<uint32_t> order = RingOrder(0);
-            Ptr<ClusterTopology> topo = m_world->GetTopology();
-            std::vector<std::vector<uint32_t>> servers;
-            for (uint32_t r : order)
+            // Double binary trees over servers, one tree per channel: even channels use the
+            // heap order of servers, odd ones the mirrored order (a server is interior in at
+            // most one tree of a pair); channel pair p elects local GPU p as each server's
+            // leader, so different pairs cross the fabric through different NICs (rails).
+            // Inside a server the tree is a chain from the leader.
+            std::vector<TreeExecutor::Tree> trees(C);
+            for (uint32_t t = 0; t < C; ++t)
             {
-                if (servers.empty() ||
-                    topo->ServerOf(m_gpus[servers.back().front()]) != topo->ServerOf(m_gpus[r]))
-                {
-                    servers.push_back({});
-                }
-                servers.back().push_back(r);
-            }
-            std::vector<TreeExecutor::Tree> trees(2);
-            const size_t ns = servers.size();
-            for (size_t t = 0; t < 2; ++t)
-            {
+                const std::vector<std::vector<uint32_t>> servers = ServerGroups(t / 2);
+                const size_t ns = servers.size();
                 auto& tree = trees[t];
                 tree.parent.assign(n, -1);
                 tree.children.assign(n, {});
@@ -616,9 +639,10 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
                     tree.parent[child] = static_cast<int32_t>(parent);
                     tree.children[parent].push_back(child);
                 };
+                const bool mirrored = t % 2 == 1;
                 for (size_t pos = 0; pos < ns; ++pos)
                 {
-                    const size_t s = t == 0 ? pos : ns - 1 - pos; // heap position -> server
+                    const size_t s = mirrored ? ns - 1 - pos : pos; // heap position -> server
                     const auto& chain = servers[s];
                     for (size_t i = 1; i < chain.size(); ++i)
                     {
@@ -626,14 +650,13 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
                     }
                     for (size_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < ns; ++kid)
                     {
-                        const size_t ks = t == 0 ? kid : ns - 1 - kid;
+                        const size_t ks = mirrored ? ns - 1 - kid : kid;
                         link(chain.front(), servers[ks].front());
                     }
                 }
             }
-            const double perTree = S / 2.0;
-            const uint32_t chunks = static_cast<uint32_t>(std::clamp<double>(
-                std::ceil(perTree / plan.chunkBytes), 1.0, 64.0));
+            const double perTree = S / C;
+            const uint32_t chunks = TreeChunks(perTree, plan.chunkBytes);
             inst.exec = std::make_unique<TreeExecutor>(std::move(trees), chunks,
                                                         perTree / chunks, plan.pipelineDepth, send);
         }
@@ -1020,24 +1043,38 @@ NcclWorld::EstimateUs(CollKind kind, const std::string& algo, const std::string&
     {
         return baseUs;
     }
-    // Per-channel bandwidth and latency of the slowest ring hop.
+    // Per-channel bandwidth and latency of the slowest ring hop. Intra-server hops share each
+    // GPU's NVLink among the channels; each channel leaves a server through its own NIC.
+    const uint32_t C = std::max<uint32_t>(1, channels);
     std::vector<uint32_t> ring = comm.RingOrder(0);
     double minBw = std::numeric_limits<double>::infinity();
     double maxLat = 0;
     for (uint32_t p = 0; p < n; ++p)
     {
-        auto route = topo->Route(comm.GpuOf(ring[p]), comm.GpuOf(ring[(p + 1) % n]), 0);
-        minBw = std::min(minBw, topo->PathBottleneck(route) / 8.0);
+        const uint32_t a = comm.GpuOf(ring[p]);
+        const uint32_t b = comm.GpuOf(ring[(p + 1) % n]);
+        auto route = topo->Route(a, b, 0);
+        double bw = topo->PathBottleneck(route) / 8.0;
+        if (topo->ServerOf(a) == topo->ServerOf(b))
+        {
+            bw /= C;
+        }
+        minBw = std::min(minBw, bw);
         maxLat = std::max(maxLat, topo->PathLatency(route) * 1e6);
     }
-    const double bw = minBw * bwFactor; // bytes/s one channel gets alone on a hop
+    const double bw = minBw * bwFactor * C; // bytes/s over all channels
     const double S = static_cast<double>(bytes);
     const double alpha = stepUs + maxLat;
     if (algo == "tree")
     {
         const double depth = std::ceil(std::log2(std::max<uint32_t>(2, comm.NumServers()))) +
                              (n / std::max<uint32_t>(1, comm.NumServers())) - 1;
-        return baseUs + 2 * depth * alpha + 2.0 * S / bw * 1e6;
+        // Each node sends about 2S over its links in a double binary tree, like a ring, but
+        // the intra-server chains and uneven fan-out make the executed tree slower; the 1.6
+        // factor is the tree/ring time ratio this engine measures at 1 GiB on 4 x dgx-h100
+        // (doc/design.md), so auto selection switches where the executed times cross.
+        const double chunks = TreeChunks(S / C, m_chunkBytes);
+        return baseUs + 2 * depth * alpha + 1.6 * 2.0 * S / bw * 1e6 * (1 + depth / chunks);
     }
     double factor = 1.0;
     double steps = n - 1;
@@ -1055,7 +1092,6 @@ NcclWorld::EstimateUs(CollKind kind, const std::string& algo, const std::string&
     default:
         factor = 1.0;
     }
-    (void)channels;
     return baseUs + steps * alpha + factor * S / bw * 1e6;
 }
 
@@ -1136,9 +1172,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
             }
         }
     }
-    if (plan.algo == "tree")
+    if (plan.algo == "tree" && plan.channels % 2 == 1)
     {
-        plan.channels = 2; // one per tree
+        plan.channels += 1; // trees come in mirrored pairs
     }
     double stepUs, baseUs;
     ProtocolCosts(plan.proto, plan.bwFactor, stepUs, baseUs);

@@ -83,8 +83,12 @@ class Communicator : public Object
     /// Number of distinct servers among the members.
     uint32_t NumServers() const;
 
-    /// Ring order (comm ranks) for a channel: members grouped by server (NVLink first), each
-    /// server's GPUs rotated by the channel so different channels leave through different NICs.
+    /// Members grouped by server, each server's comm ranks ordered by local GPU index and
+    /// rotated by `rotation`.
+    std::vector<std::vector<uint32_t>> ServerGroups(uint32_t rotation) const;
+    /// Ring order (comm ranks) for a channel: servers one after another (NVLink inside a
+    /// server), rotated per channel so channels leave through different NICs, alternating
+    /// direction so every inter-server hop stays on one rail.
     std::vector<uint32_t> RingOrder(uint32_t channel) const;
 
     /// Rank `commRank` launches `op`; done() runs when its part completes.

@@ -91,7 +91,7 @@ TEST(OpIr, RoundTripPreservesEveryField)
         }
     }
     EXPECT_EQ(back.ranks[0].ops[3].gemm.k, 64u);
-    EXPECT_EQ(back.ranks[0].ops[5].async, false);
+    EXPECT_EQ(back.ranks[0].ops[4].async, false);
 }
 
 TEST(OpIr, MalformedLinesNameFileLineAndReason)

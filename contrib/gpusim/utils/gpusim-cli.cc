@@ -1,9 +1,13 @@
-// gpusim command-line front door (subcommands are implemented in helper/gpusim-commands.cc).
-#include <cstdio>
+// gpusim command-line front door; the commands live in helper/gpusim-commands.cc.
+#include "ns3/gpusim-commands.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
 
 int
 main(int argc, char** argv)
 {
-    std::fprintf(stderr, "usage: gpusim <collective|replay|record|simulate> [options]\n");
-    return argc > 1 ? 2 : 0;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    return ns3::gpusim::GpusimMain(args, std::cout, std::cerr);
 }

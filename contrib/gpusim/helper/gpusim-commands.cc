@@ -1,0 +1,731 @@
+#include "ns3/gpusim-commands.h"
+
+#include "ns3/cluster-spec.h"
+#include "ns3/double.h"
+#include "ns3/flow-backend.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-workload-helper.h"
+#include "ns3/job-builder.h"
+#include "ns3/json-writer.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+
+struct UsageError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+/// "--key value" / "--key=value" options; flags take no value.
+class Options
+{
+  public:
+    Options(const std::vector<std::string>& args, const std::set<std::string>& valued,
+            const std::set<std::string>& flags)
+    {
+        for (size_t i = 0; i < args.size(); ++i)
+        {
+            const std::string& a = args[i];
+            if (a.rfind("--", 0) != 0)
+            {
+                m_positional.push_back(a);
+                continue;
+            }
+            std::string key = a.substr(2);
+            std::string value;
+            bool hasValue = false;
+            auto eq = key.find('=');
+            if (eq != std::string::npos)
+            {
+                value = key.substr(eq + 1);
+                key = key.substr(0, eq);
+                hasValue = true;
+            }
+            if (flags.count(key))
+            {
+                m_values[key] = "1";
+                continue;
+            }
+            if (!valued.count(key))
+            {
+                throw UsageError("unknown option --" + key);
+            }
+            if (!hasValue)
+            {
+                if (i + 1 >= args.size())
+                {
+                    throw UsageError("option --" + key + " needs a value");
+                }
+                value = args[++i];
+            }
+            m_values[key] = value;
+        }
+    }
+
+    bool Has(const std::string& k) const { return m_values.count(k) != 0; }
+    std::string Get(const std::string& k, const std::string& def) const
+    {
+        auto it = m_values.find(k);
+        return it == m_values.end() ? def : it->second;
+    }
+    double Number(const std::string& k, double def) const
+    {
+        if (!Has(k))
+        {
+            return def;
+        }
+        const std::string v = Get(k, "");
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != '\0' || !std::isfinite(d))
+        {
+            throw UsageError("option --" + k + " expects a number, got '" + v + "'");
+        }
+        return d;
+    }
+    uint32_t Count(const std::string& k, uint32_t def) const
+    {
+        double d = Number(k, def);
+        if (d < 0 || d != std::floor(d) || d > 1e9)
+        {
+            throw UsageError("option --" + k + " expects a non-negative integer");
+        }
+        return static_cast<uint32_t>(d);
+    }
+    const std::vector<std::string>& Positional() const { return m_positional; }
+
+  private:
+    std::map<std::string, std::string> m_values;
+    std::vector<std::string> m_positional;
+};
+
+const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",
+                                               "nics-per-server", "nic-gbps", "nvlink-gbps",
+                                               "fabric", "oversubscription", "gpu"};
+const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
+                                            "chunk-bytes"};
+
+/// Builds the cluster spec from --preset / --cluster and the per-field overrides.
+ClusterSpec
+SpecFromOptions(const Options& o, uint32_t minGpus)
+{
+    ClusterSpec spec;
+    if (o.Has("cluster"))
+    {
+        spec = LoadClusterSpecYaml(o.Get("cluster", ""));
+    }
+    else
+    {
+        const std::string preset = o.Get("preset", "dgx-h100");
+        if (!LookupClusterPreset(preset, spec))
+        {
+            throw std::invalid_argument("unknown preset '" + preset +
+                                        "' (known: " + KnownClusterPresets() + ")");
+        }
+    }
+    spec.gpusPerServer = o.Count("gpus-per-server", spec.gpusPerServer);
+    spec.nicsPerServer = o.Count("nics-per-server",
+                                 o.Has("gpus-per-server") && !o.Has("nics-per-server")
+                                     ? spec.gpusPerServer
+                                     : spec.nicsPerServer);
+    if (o.Has("servers"))
+    {
+        spec.servers = o.Count("servers", spec.servers);
+    }
+    else if (minGpus > 0 && spec.gpusPerServer > 0)
+    {
+        spec.servers = (minGpus + spec.gpusPerServer - 1) / spec.gpusPerServer;
+    }
+    spec.nicGbps = o.Number("nic-gbps", spec.nicGbps);
+    spec.nvlinkGBps = o.Number("nvlink-gbps", spec.nvlinkGBps);
+    spec.fabric = o.Get("fabric", spec.fabric);
+    spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
+    spec.gpuModel = o.Get("gpu", spec.gpuModel);
+    GpuSpec gpu;
+    if (!LookupGpuSpec(spec.gpuModel, gpu))
+    {
+        throw std::invalid_argument("unknown GPU model '" + spec.gpuModel +
+                                    "' (known: " + KnownGpuModels() + ")");
+    }
+    ValidateClusterSpec(spec);
+    return spec;
+}
+
+Ptr<NetworkBackend>
+MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
+{
+    const std::string name = o.Get("backend", "flow");
+    if (name != "flow")
+    {
+        throw std::invalid_argument("unknown backend '" + name +
+                                    "' (this build has: flow; the packet backend is not "
+                                    "implemented yet)");
+    }
+    Ptr<FlowBackend> b = CreateObject<FlowBackend>();
+    b->SetTopology(topo);
+    return b;
+}
+
+void
+ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
+{
+    const std::string algo = o.Get("algo", "auto");
+    if (algo != "auto" && algo != "ring" && algo != "tree")
+    {
+        throw UsageError("--algo must be ring, tree or auto");
+    }
+    const std::string proto = o.Get("proto", "auto");
+    if (proto != "auto" && proto != "simple" && proto != "ll128" && proto != "ll")
+    {
+        throw UsageError("--proto must be simple, ll128, ll or auto");
+    }
+    const double eff = o.Number("efficiency", 0);
+    if (o.Has("efficiency") && (eff <= 0 || eff > 1))
+    {
+        throw UsageError("--efficiency must be in (0, 1]");
+    }
+    h.SetNcclAttribute("Algorithm", StringValue(algo));
+    h.SetNcclAttribute("Protocol", StringValue(proto));
+    h.SetNcclAttribute("Efficiency", DoubleValue(eff));
+    h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
+    if (o.Has("chunk-bytes"))
+    {
+        h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
+    }
+}
+
+std::string
+Describe(const ClusterSpec& s)
+{
+    std::ostringstream os;
+    os << s.servers << " server" << (s.servers == 1 ? "" : "s") << " x " << s.gpusPerServer
+       << " GPUs (" << s.gpuModel << "), " << s.nicsPerServer << " x " << s.nicGbps
+       << " Gb/s NICs per server, NVLink " << s.nvlinkGBps << " GB/s, " << s.fabric << " fabric";
+    if (s.oversubscription > 1)
+    {
+        os << " " << s.oversubscription << ":1 oversubscribed";
+    }
+    return os.str();
+}
+
+double
+BusFactor(CollKind k, uint32_t n)
+{
+    switch (k)
+    {
+    case CollKind::AllReduce:
+        return 2.0 * (n - 1) / n;
+    case CollKind::AllGather:
+    case CollKind::ReduceScatter:
+    case CollKind::AllToAll:
+        return double(n - 1) / n;
+    default:
+        return 1.0;
+    }
+}
+
+void
+PrintUsage(std::ostream& os)
+{
+    os << "usage: gpusim <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  collective   nccl-tests-style sweep of one collective inside the simulator\n"
+          "  simulate     simulate a gpusim trace directory (manifest.json + rank-N.jsonl)\n"
+          "\n"
+          "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
+          "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
+}
+
+void
+PrintCollectiveUsage(std::ostream& os)
+{
+    os << "usage: gpusim collective [options]\n"
+          "  --preset NAME         cluster preset (dgx-h100, dgx-a100); default dgx-h100\n"
+          "  --cluster FILE        cluster spec in YAML (instead of --preset)\n"
+          "  --servers N --gpus-per-server G --nics-per-server K --nic-gbps X --nvlink-gbps Y\n"
+          "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
+          "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
+          "  --algo ring|tree|auto --proto simple|ll128|ll|auto --channels C\n"
+          "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
+          "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
+          "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
+          "  --backend flow        network backend\n"
+          "  --json FILE           results as JSON\n"
+          "  --trace FILE          Chrome/Perfetto trace of the sweep\n"
+          "  --quiet               no progress on stderr\n";
+}
+
+DataType
+ParseDtypeOption(const std::string& s)
+{
+    static const std::map<std::string, DataType> names = {
+        {"float", DataType::F32}, {"half", DataType::F16},     {"bfloat16", DataType::BF16},
+        {"double", DataType::F64}, {"int8", DataType::I8},     {"uint8", DataType::U8},
+        {"int32", DataType::I32}, {"uint32", DataType::U32},   {"int64", DataType::I64},
+        {"uint64", DataType::U64}, {"fp8e4m3", DataType::F8E4M3}, {"fp8e5m2", DataType::F8E5M2}};
+    auto it = names.find(s);
+    if (it != names.end())
+    {
+        return it->second;
+    }
+    DataType t;
+    if (ParseDataType(s, t))
+    {
+        return t;
+    }
+    throw UsageError("unknown --dtype '" + s + "'");
+}
+
+const char*
+NcclTypeName(DataType t)
+{
+    switch (t)
+    {
+    case DataType::F32:
+        return "float";
+    case DataType::F16:
+        return "half";
+    case DataType::BF16:
+        return "bfloat16";
+    case DataType::F64:
+        return "double";
+    default:
+        return ToString(t);
+    }
+}
+
+} // namespace
+
+uint64_t
+ParseBytes(const std::string& s)
+{
+    if (s.empty())
+    {
+        throw UsageError("empty size");
+    }
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    std::string suffix(end);
+    double mult = 1;
+    if (suffix == "K" || suffix == "k" || suffix == "KiB" || suffix == "KB")
+    {
+        mult = 1024.0;
+    }
+    else if (suffix == "M" || suffix == "m" || suffix == "MiB" || suffix == "MB")
+    {
+        mult = 1024.0 * 1024;
+    }
+    else if (suffix == "G" || suffix == "g" || suffix == "GiB" || suffix == "GB")
+    {
+        mult = 1024.0 * 1024 * 1024;
+    }
+    else if (!suffix.empty() && suffix != "B")
+    {
+        throw UsageError("bad size '" + s + "' (use e.g. 8, 64K, 16M, 1G)");
+    }
+    if (end == s.c_str() || v < 0 || !std::isfinite(v))
+    {
+        throw UsageError("bad size '" + s + "'");
+    }
+    return static_cast<uint64_t>(std::llround(v * mult));
+}
+
+int
+CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::set<std::string> valued = {"op", "min-bytes", "max-bytes", "step-factor", "bytes",
+                                     "json", "trace", "dtype"};
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    try
+    {
+        Options o(args, valued, {"help", "quiet"});
+        if (o.Has("help"))
+        {
+            PrintCollectiveUsage(out);
+            return 0;
+        }
+        if (!o.Positional().empty())
+        {
+            throw UsageError("unexpected argument '" + o.Positional().front() + "'");
+        }
+        const std::string opName = o.Get("op", "allreduce");
+        CollKind kind;
+        const bool sendrecv = opName == "sendrecv";
+        if (!sendrecv && (!ParseCollKind(opName, kind) || kind == CollKind::Send ||
+                          kind == CollKind::Recv))
+        {
+            throw UsageError("unknown --op '" + opName + "'");
+        }
+        if (sendrecv)
+        {
+            kind = CollKind::Send;
+        }
+        const DataType dtype = ParseDtypeOption(o.Get("dtype", "float"));
+        uint64_t minBytes = ParseBytes(o.Get("min-bytes", "1K"));
+        uint64_t maxBytes = ParseBytes(o.Get("max-bytes", "1G"));
+        if (o.Has("bytes"))
+        {
+            minBytes = maxBytes = ParseBytes(o.Get("bytes", ""));
+        }
+        const double factor = o.Number("step-factor", 4);
+        if (factor <= 1 && minBytes != maxBytes)
+        {
+            throw UsageError("--step-factor must be > 1");
+        }
+        if (minBytes == 0 || minBytes > maxBytes)
+        {
+            throw UsageError("need 0 < --min-bytes <= --max-bytes");
+        }
+
+        const ClusterSpec spec = SpecFromOptions(o, 0);
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        NodeContainer gpus = cluster.Create();
+        const uint32_t n = gpus.GetN();
+
+        // Sizes, rounded like nccl-tests to whole elements (and whole per-rank blocks).
+        const uint64_t elem = DataTypeSize(dtype);
+        const bool perRankBlocks = kind == CollKind::AllGather ||
+                                   kind == CollKind::ReduceScatter || kind == CollKind::AllToAll;
+        const uint64_t unit = perRankBlocks ? elem * n : elem;
+        std::vector<uint64_t> sizes;
+        for (double b = static_cast<double>(minBytes); b <= maxBytes * 1.000001; b *= factor)
+        {
+            const uint64_t s = static_cast<uint64_t>(b) / unit * unit;
+            if (s > 0 && (sizes.empty() || s != sizes.back()))
+            {
+                sizes.push_back(s);
+            }
+            if (minBytes == maxBytes)
+            {
+                break;
+            }
+        }
+        if (sizes.empty())
+        {
+            throw UsageError("no size in the range holds one element per rank");
+        }
+
+        // Each size is an independent run (fresh simulator and backend, every rank launching
+        // at the same instant), like nccl-tests' steady state; runs are laid end to end on the
+        // timeline so one trace can show the whole sweep.
+        GpuWorkloadHelper helper;
+        ConfigureNccl(o, helper);
+        const bool wantTrace = o.Has("trace");
+        helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(wantTrace));
+        const bool progress = !o.Has("quiet");
+        const bool tty = isatty(STDERR_FILENO);
+        auto wallStart = std::chrono::steady_clock::now();
+        std::vector<double> times(sizes.size(), 0);
+        std::vector<std::string> algo(sizes.size(), "p2p");
+        std::vector<std::string> proto(sizes.size(), "simple");
+        std::vector<uint32_t> channels(sizes.size(), 1);
+        std::string backendName;
+        JsonWriter trace;
+        trace.BeginObject().Key("displayTimeUnit").String("ns").Key("traceEvents").BeginArray();
+        Time offset = Seconds(0);
+        for (size_t i = 0; i < sizes.size(); ++i)
+        {
+            JobBuilder job(n);
+            job.AllRanks().CommInit("world").CreateStream(1, true);
+            if (sendrecv)
+            {
+                for (uint32_t r = 0; r < n; ++r)
+                {
+                    job.Rank(r)
+                        .Send(1, "world", (r + 1) % n, sizes[i], 1)
+                        .Recv(1, "world", (r + n - 1) % n, sizes[i], 1);
+                }
+                job.AllRanks();
+            }
+            else
+            {
+                job.Collective(1, kind, "world", sizes[i], dtype, 0);
+            }
+            job.SyncStream(1);
+            Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
+            backendName = backend->GetName();
+            helper.SetBackend(backend);
+            Ptr<GpuWorkload> w = helper.Install(job.BuildShared(), gpus, offset);
+            Simulator::Run();
+            RunReport rep = w->Check();
+            if (!rep.completed)
+            {
+                err << "gpusim: the simulation of " << sizes[i]
+                    << " B stopped with work still waiting:\n"
+                    << rep.stuck;
+                Simulator::Destroy();
+                return 3;
+            }
+            // Time: first launch to last completion over all ranks.
+            double t0 = 1e300, t1 = 0;
+            for (const auto& a : w->GetActivities())
+            {
+                if (a.communication)
+                {
+                    t0 = std::min(t0, a.start.GetNanoSeconds() / 1e3);
+                    t1 = std::max(t1, a.end.GetNanoSeconds() / 1e3);
+                }
+            }
+            times[i] = t1 - t0;
+            Ptr<Communicator> comm = w->GetNcclWorld()->Find("world");
+            const CollectivePlan plan = w->GetNcclWorld()->Plan(kind, sizes[i], *comm);
+            if (!sendrecv)
+            {
+                algo[i] = plan.algo;
+                channels[i] = plan.channels;
+            }
+            proto[i] = plan.proto;
+            if (wantTrace)
+            {
+                w->WriteChromeTraceEvents(trace);
+            }
+            offset = rep.endTime + MicroSeconds(10);
+            w->Dispose();
+            Simulator::Destroy();
+            if (progress)
+            {
+                double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            wallStart)
+                                  .count();
+                err << (tty ? "\r" : "") << "gpusim: [" << i + 1 << "/" << sizes.size() << "] "
+                    << sizes[i] << " B simulated (" << std::fixed << std::setprecision(2) << secs
+                    << " s wall)" << (tty ? "" : "\n") << std::flush;
+            }
+        }
+        if (progress && tty)
+        {
+            err << "\n";
+        }
+        trace.EndArray().EndObject();
+
+        const std::string opLabel = sendrecv ? "sendrecv" : ToString(kind);
+        out << "# gpusim collective: " << opLabel << " on " << n << " GPUs\n";
+        out << "# cluster: " << Describe(spec) << "\n";
+        out << "# backend: " << backendName << ", efficiency: "
+            << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
+        out << "#\n";
+        out << "#       size         count      type   redop    root    algo   proto  ch"
+               "        time    algbw    busbw\n";
+        out << "#        (B)    (elements)                                                "
+               "  (us)   (GB/s)   (GB/s)\n";
+        JsonWriter j;
+        j.BeginObject();
+        j.Key("cluster").String(Describe(spec)).Key("backend").String(backendName);
+        j.Key("results").BeginArray();
+        double busSum = 0;
+        for (size_t i = 0; i < sizes.size(); ++i)
+        {
+            const double us = times[i];
+            const double algbw = us > 0 ? sizes[i] / (us * 1e-6) / 1e9 : 0;
+            const double busbw = algbw * (sendrecv ? 1.0 : BusFactor(kind, n));
+            busSum += busbw;
+            const bool reduces = kind == CollKind::AllReduce || kind == CollKind::Reduce ||
+                                 kind == CollKind::ReduceScatter;
+            char line[256];
+            std::snprintf(line, sizeof(line),
+                          "%12llu  %12llu  %8s  %6s  %6s  %6s  %6s  %2u  %10.2f  %7.2f  %7.2f\n",
+                          static_cast<unsigned long long>(sizes[i]),
+                          static_cast<unsigned long long>(sizes[i] / elem), NcclTypeName(dtype),
+                          reduces ? "sum" : "none",
+                          (kind == CollKind::Broadcast || kind == CollKind::Reduce) ? "0" : "-1",
+                          algo[i].c_str(), proto[i].c_str(), channels[i], us, algbw, busbw);
+            out << line;
+            j.BeginObject();
+            j.Key("op").String(opLabel).Key("bytes").Uint(sizes[i]);
+            j.Key("count").Uint(sizes[i] / elem).Key("type").String(NcclTypeName(dtype));
+            j.Key("ranks").Uint(n).Key("algo").String(algo[i]).Key("proto").String(proto[i]);
+            j.Key("channels").Uint(channels[i]);
+            j.Key("time_us").Double(us).Key("algbw_GBps").Double(algbw);
+            j.Key("busbw_GBps").Double(busbw);
+            j.EndObject();
+        }
+        j.EndArray();
+        const double avg = busSum / sizes.size();
+        j.Key("avg_busbw_GBps").Double(avg);
+        j.EndObject();
+        char summary[128];
+        std::snprintf(summary, sizeof(summary), "# Avg bus bandwidth    : %.3f GB/s\n", avg);
+        out << "#\n" << summary;
+
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), j.Take() + "\n");
+        }
+        if (wantTrace)
+        {
+            WriteFileAtomically(o.Get("trace", ""), trace.Take() + "\n");
+        }
+        return 0;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim collective: " << e.what() << "\n";
+        PrintCollectiveUsage(err);
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim collective: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+int
+SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels"};
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    try
+    {
+        Options o(args, valued, {"help"});
+        if (o.Has("help") || o.Positional().size() != 1)
+        {
+            (o.Has("help") ? out : err)
+                << "usage: gpusim simulate DIR [--preset NAME | --cluster FILE] [cluster and "
+                   "NCCL options as for 'collective']\n"
+                   "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
+                   "       [--json FILE] [--trace FILE]\n";
+            return o.Has("help") ? 0 : 1;
+        }
+        auto job = std::make_shared<JobTrace>(ReadJobTrace(o.Positional().front()));
+        ValidateJobTrace(*job);
+        const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        NodeContainer gpus = cluster.Create();
+        if (gpus.GetN() < job->ranks.size())
+        {
+            throw std::invalid_argument("the trace has " + std::to_string(job->ranks.size()) +
+                                        " ranks but the cluster has " +
+                                        std::to_string(gpus.GetN()) + " GPUs");
+        }
+        GpuWorkloadHelper helper;
+        helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
+        ConfigureNccl(o, helper);
+        const std::string cm = o.Get("cost-model", "recorded");
+        if (cm != "recorded" && cm != "roofline")
+        {
+            throw UsageError("--cost-model must be recorded or roofline");
+        }
+        helper.SetCostModel(cm == "recorded" ? "ns3::RecordedDurationCostModel"
+                                             : "ns3::RooflineCostModel");
+        if (o.Has("scale-kernels"))
+        {
+            const std::string s = o.Get("scale-kernels", "");
+            auto eq = s.rfind('=');
+            if (eq == std::string::npos)
+            {
+                throw UsageError("--scale-kernels expects REGEX=FACTOR");
+            }
+            helper.AddKernelScale(s.substr(0, eq), std::stod(s.substr(eq + 1)));
+        }
+        helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(o.Has("trace")));
+        Ptr<GpuWorkload> w = helper.Install(job, gpus);
+        Simulator::Run();
+        RunReport rep = w->Check();
+        out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
+            << o.Positional().front() << " (" << job->source << ")\n";
+        out << "# cluster: " << Describe(spec) << "\n";
+        out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
+               "exposed_comm   overlap      idle\n";
+        for (const auto& it : w->GetIterations())
+        {
+            char line[256];
+            std::snprintf(line, sizeof(line), "%7u  %-22s %12.1f  %11.1f  %12.1f  %12.1f  %8.1f  %8.1f\n",
+                          it.rank, it.name.c_str(), (it.end - it.start).GetNanoSeconds() / 1e3,
+                          it.recordedUs, it.computeOnlyUs, it.commOnlyUs, it.overlapUs,
+                          it.idleUs);
+            out << line;
+        }
+        out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
+        for (const auto& e : rep.errors)
+        {
+            err << "gpusim simulate: device error: " << e << "\n";
+        }
+        if (!rep.completed)
+        {
+            err << "gpusim simulate: the simulation stopped with work still waiting:\n"
+                << rep.stuck;
+            Simulator::Destroy();
+            return 3;
+        }
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
+        }
+        if (o.Has("trace"))
+        {
+            WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
+        }
+        w->Dispose();
+        Simulator::Destroy();
+        return 0;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim simulate: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim simulate: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+int
+GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    if (args.empty())
+    {
+        PrintUsage(err);
+        return 1;
+    }
+    const std::string cmd = args.front();
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "collective")
+    {
+        return CollectiveCommand(rest, out, err);
+    }
+    if (cmd == "simulate")
+    {
+        return SimulateCommand(rest, out, err);
+    }
+    if (cmd == "--help" || cmd == "-h" || cmd == "help")
+    {
+        PrintUsage(out);
+        return 0;
+    }
+    err << "gpusim: unknown command '" << cmd << "'\n";
+    PrintUsage(err);
+    return 1;
+}
+
+} // namespace gpusim
+} // namespace ns3
