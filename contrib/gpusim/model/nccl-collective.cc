@@ -912,8 +912,10 @@ NcclWorld::GetTypeId()
                           MakeUintegerAccessor(&NcclWorld::m_chunkBytes),
                           MakeUintegerChecker<uint64_t>(1024))
             .AddAttribute("PipelineDepth",
-                          "Steps a rank may have in flight per channel (NCCL buffer slots)",
-                          UintegerValue(2),
+                          "Transfers in flight per connection. NCCL sends a connection's "
+                          "chunks in FIFO order; in a flow model concurrent chunks would share "
+                          "the link instead, so 1 is the faithful default",
+                          UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_pipelineDepth),
                           MakeUintegerChecker<uint32_t>(1, 64))
             .AddTraceSource("TransferDelivered",

@@ -42,7 +42,7 @@ struct CollectivePlan
     double bwFactor = 1.0;   //!< payload bytes / wire bytes
     Time stepLatency;        //!< protocol latency added to every step
     Time baseLatency;        //!< launch latency paid once per rank
-    uint32_t pipelineDepth = 2;
+    uint32_t pipelineDepth = 1;
     uint64_t chunkBytes = 0; //!< largest bytes one step moves on one channel
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };

@@ -1,0 +1,210 @@
+// The gpusim command line: tables, JSON, traces, determinism and bad input.
+#include "ns3/gpusim-commands.h"
+#include "ns3/job-builder.h"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace ns3;
+using namespace ns3::gpusim;
+
+namespace
+{
+struct CliResult
+{
+    int code;
+    std::string out;
+    std::string err;
+};
+
+CliResult
+Cli(const std::vector<std::string>& args)
+{
+    std::ostringstream out, err;
+    int code = GpusimMain(args, out, err);
+    return {code, out.str(), err.str()};
+}
+
+std::string
+TempPath(const std::string& name)
+{
+    char tmpl[] = "/tmp/gpusim-cli-XXXXXX";
+    return std::string(mkdtemp(tmpl)) + "/" + name;
+}
+
+bool
+Exists(const std::string& p)
+{
+    struct stat st;
+    return stat(p.c_str(), &st) == 0;
+}
+
+std::string
+Slurp(const std::string& p)
+{
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+} // namespace
+
+TEST(Cli, NoCommandPrintsUsage)
+{
+    CliResult r = Cli({});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("usage: gpusim <command>"), std::string::npos);
+}
+
+TEST(Cli, CollectivePrintsAnNcclTestsTable)
+{
+    CliResult r = Cli({"collective", "--servers", "2", "--min-bytes", "1M", "--max-bytes", "64M",
+                       "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("allreduce on 16 GPUs"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("algbw"), std::string::npos);
+    EXPECT_NE(r.out.find("# Avg bus bandwidth    :"), std::string::npos);
+    EXPECT_NE(r.out.find("    67108864      16777216     float"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CollectiveJsonIsValidAndDeterministic)
+{
+    const std::string a = TempPath("a.json");
+    const std::string b = TempPath("b.json");
+    for (const auto& path : {a, b})
+    {
+        CliResult r = Cli({"collective", "--servers", "2", "--op", "allgather", "--min-bytes",
+                           "64K", "--max-bytes", "16M", "--json", path, "--quiet"});
+        ASSERT_EQ(r.code, 0) << r.err;
+    }
+    const std::string text = Slurp(a);
+    EXPECT_EQ(text, Slurp(b));
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS);
+    simdjson::dom::array results;
+    ASSERT_EQ(doc["results"].get_array().get(results), simdjson::SUCCESS);
+    EXPECT_EQ(results.size(), 5u);
+    for (auto res : results)
+    {
+        for (const char* key : {"op", "bytes", "ranks", "algo", "time_us", "algbw_GBps",
+                                "busbw_GBps"})
+        {
+            simdjson::dom::element e;
+            EXPECT_EQ(res[key].get(e), simdjson::SUCCESS) << key;
+        }
+        EXPECT_EQ(std::string_view(res["op"].get_string().value()), "allgather");
+        EXPECT_EQ(uint64_t(res["ranks"].get_uint64().value()), 16u);
+    }
+}
+
+TEST(Cli, EveryOperationRuns)
+{
+    for (const char* op : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                           "alltoall", "sendrecv"})
+    {
+        CliResult r = Cli({"collective", "--servers", "2", "--op", op, "--bytes", "4M", "--quiet"});
+        EXPECT_EQ(r.code, 0) << op << ": " << r.err;
+        EXPECT_NE(r.out.find("4194304"), std::string::npos) << op;
+    }
+}
+
+TEST(Cli, TraceIsChromeJsonWithTransfers)
+{
+    const std::string path = TempPath("t.json");
+    CliResult r = Cli({"collective", "--servers", "2", "--gpus-per-server", "2", "--bytes", "1M",
+                       "--trace", path, "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = Slurp(path);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(text).get(doc), simdjson::SUCCESS);
+    EXPECT_NE(text.find("\"cat\":\"transfer\""), std::string::npos);
+    EXPECT_NE(text.find("\"cat\":\"nccl\""), std::string::npos);
+    EXPECT_NE(text.find("\"process_name\""), std::string::npos);
+}
+
+TEST(Cli, UnknownPresetFailsWithoutOutputFile)
+{
+    const std::string path = TempPath("x.json");
+    CliResult r = Cli({"collective", "--preset", "dgx-z9000", "--json", path});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("unknown preset 'dgx-z9000'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("dgx-h100"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(path));
+}
+
+TEST(Cli, ImpossibleTopologyFailsWithoutOutputFile)
+{
+    const std::string path = TempPath("x.json");
+    CliResult r = Cli({"collective", "--gpus-per-server", "8", "--nics-per-server", "3",
+                       "--json", path});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("impossible topology"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(path));
+    r = Cli({"collective", "--servers", "0", "--json", path});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_FALSE(Exists(path));
+}
+
+TEST(Cli, BadOptionsAreUsageErrors)
+{
+    EXPECT_EQ(Cli({"collective", "--frobnicate", "1"}).code, 1);
+    EXPECT_EQ(Cli({"collective", "--op", "allsmash"}).code, 1);
+    EXPECT_EQ(Cli({"collective", "--min-bytes", "12Q"}).code, 1);
+    EXPECT_EQ(Cli({"collective", "--efficiency", "1.5"}).code, 1);
+    EXPECT_EQ(Cli({"collective", "--backend", "carrier-pigeon"}).code, 2);
+    EXPECT_EQ(Cli({"teleport"}).code, 1);
+}
+
+TEST(Cli, SimulateRunsATraceDirectory)
+{
+    JobBuilder b(4);
+    b.AllRanks().CommInit("dp");
+    for (int it = 0; it < 2; ++it)
+    {
+        const std::string name = "ProfilerStep#" + std::to_string(it);
+        b.Marker(name, MarkerPhase::Begin).Kernel(1, "fwd", 300).AllReduce(1, "dp", 8 << 20);
+        b.SyncDevice().Marker(name, MarkerPhase::End);
+    }
+    const std::string dir = TempPath("trace");
+    WriteJobTrace(b.Build(), dir);
+    const std::string json = TempPath("m.json");
+    CliResult r = Cli({"simulate", dir, "--json", json});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("ProfilerStep#1"), std::string::npos) << r.out;
+    const std::string text = Slurp(json);
+    EXPECT_NE(text.find("\"iterations\""), std::string::npos);
+    EXPECT_NE(text.find("\"exposed_comm_us\""), std::string::npos);
+}
+
+TEST(Cli, SimulateReportsMalformedTraceByFileAndLine)
+{
+    const std::string dir = TempPath("bad");
+    ::mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/manifest.json")
+        << R"({"format":"gpusim-trace","version":1,"ranks":[{"rank":0,"file":"rank-0.jsonl"}]})";
+    std::ofstream(dir + "/rank-0.jsonl") << "{\"op\":\"kernel\"}\n{\"op\":\"kernel\",\"dur_us\":}\n";
+    const std::string json = TempPath("m.json");
+    CliResult r = Cli({"simulate", dir, "--json", json});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("rank-0.jsonl:2: invalid JSON"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(json));
+}
+
+TEST(Cli, SimulateStuckJobExitsNonZeroAndNamesTheWait)
+{
+    JobBuilder b(2);
+    b.Rank(0).Thread(0).Wait(9);
+    b.Rank(1).Kernel(1, "k", 5);
+    const std::string dir = TempPath("stuck");
+    WriteJobTrace(b.Build(), dir);
+    const std::string json = TempPath("m.json");
+    CliResult r = Cli({"simulate", dir, "--json", json});
+    EXPECT_EQ(r.code, 3);
+    EXPECT_NE(r.err.find("wait for token 9"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(json));
+}

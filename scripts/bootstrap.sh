@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs gpusim's build dependencies from Debian's packages (only those missing) and builds
+# gpusim into ./build. Safe to run again: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  cmake ninja-build g++ ccache pkg-config
+  libns3-dev ns3                       # ns-3 3.37; 'ns3' provides files find_package(ns3) checks
+  libgsl-dev libsqlite3-dev libxml2-dev libpython3.11-dev libboost-dev  # needed by ns-3's CMake targets
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libsimdjson-dev libyaml-cpp-dev zlib1g-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  [[ "$p" == \#* ]] && continue
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
