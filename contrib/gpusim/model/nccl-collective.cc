@@ -109,7 +109,9 @@ class PipelineExecutor : public CollectiveExecutor
             const uint32_t next = (p + 1) % N();
             ++s.launched;
             ++transfers;
-            m_send(rank, m_orders[c][next], m_itemBytes, c, [this, c, p, next]() {
+            // Captures stay within std::function's small buffer: no allocation per transfer.
+            m_send(rank, m_orders[c][next], m_itemBytes, c, [this, c, p]() {
+                const uint32_t next = (p + 1) % N();
                 ++m_state[c][p].sent;
                 ++m_state[c][next].recvd;
                 Advance(c, next);
@@ -237,8 +239,9 @@ class TreeExecutor : public CollectiveExecutor
                 ++s.upLaunched;
                 ++transfers;
                 const uint32_t p = static_cast<uint32_t>(parent);
-                const size_t idx = ChildIndex(t, p, r);
-                m_send(r, p, m_chunkBytes, 2 * t, [this, t, r, p, idx]() {
+                m_send(r, p, m_chunkBytes, 2 * t, [this, t, r]() {
+                    const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+                    const size_t idx = ChildIndex(t, p, r);
                     ++m_state[t][r].upSent;
                     ++m_state[t][p].upFromChild[idx];
                     Advance(t, p);
@@ -254,7 +257,12 @@ class TreeExecutor : public CollectiveExecutor
                 ++s.downLaunched[i];
                 ++transfers;
                 const uint32_t child = kids[i];
-                m_send(r, child, m_chunkBytes, 2 * t + 1, [this, t, r, child, i]() {
+                const uint64_t key = (uint64_t(t) << 48) | (uint64_t(i) << 32) | r;
+                m_send(r, child, m_chunkBytes, 2 * t + 1, [this, key]() {
+                    const uint32_t t = key >> 48;
+                    const size_t i = (key >> 32) & 0xffff;
+                    const uint32_t r = key & 0xffffffff;
+                    const uint32_t child = m_trees[t].children[r][i];
                     ++m_state[t][r].downSent[i];
                     ++m_state[t][child].downRecvd;
                     Advance(t, child);
@@ -542,26 +550,8 @@ Communicator::Send(const CollectivePlan& plan,
                    std::function<void()> delivered)
 {
     const uint64_t wire = static_cast<uint64_t>(std::ceil(payloadBytes / plan.bwFactor));
-    const uint32_t src = m_gpus[fromRank];
-    const uint32_t dst = m_gpus[toRank];
-    Ptr<NetworkBackend> backend = m_world->GetBackend();
-    const uint64_t id = m_world->NextTransferId();
-    NcclWorld* world = m_world;
-    auto start = [backend, world, id, src, dst, wire, flowKey, delivered]() {
-        backend->StartTransfer(id, src, dst, wire, flowKey,
-                               [world, delivered](const TransferRecord& r) {
-                                   world->m_transferDelivered(r);
-                                   delivered();
-                               });
-    };
-    if (plan.stepLatency.IsStrictlyPositive())
-    {
-        Simulator::Schedule(plan.stepLatency, start);
-    }
-    else
-    {
-        start();
-    }
+    m_world->StartTransfer(plan.stepLatency, m_gpus[fromRank], m_gpus[toRank], wire, flowKey,
+                           std::move(delivered));
 }
 
 void
@@ -993,6 +983,72 @@ uint64_t
 NcclWorld::NextTransferId()
 {
     return m_nextTransferId++;
+}
+
+void
+NcclWorld::StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t wireBytes,
+                         uint64_t flowKey, std::function<void()> delivered)
+{
+    uint32_t slot;
+    if (m_freeSlots.empty())
+    {
+        slot = m_slots.size();
+        m_slots.emplace_back();
+    }
+    else
+    {
+        slot = m_freeSlots.back();
+        m_freeSlots.pop_back();
+    }
+    PendingTransfer& t = m_slots[slot];
+    t.id = NextTransferId();
+    t.src = srcGpu;
+    t.dst = dstGpu;
+    t.bytes = wireBytes;
+    t.flowKey = flowKey;
+    t.delivered = std::move(delivered);
+    if (!delay.IsStrictlyPositive())
+    {
+        Launch(slot);
+        return;
+    }
+    // Transfers deferred to the same instant (a ring step on every rank) share one event.
+    const int64_t at = (Simulator::Now() + delay).GetTimeStep();
+    std::vector<uint32_t>& batch = m_deferred[at];
+    if (batch.empty())
+    {
+        Simulator::Schedule(delay, &NcclWorld::LaunchDeferred, this, at);
+    }
+    batch.push_back(slot);
+}
+
+void
+NcclWorld::LaunchDeferred(int64_t at)
+{
+    auto it = m_deferred.find(at);
+    std::vector<uint32_t> batch = std::move(it->second);
+    m_deferred.erase(it);
+    for (uint32_t slot : batch)
+    {
+        Launch(slot);
+    }
+}
+
+void
+NcclWorld::Launch(uint32_t slot)
+{
+    const PendingTransfer& t = m_slots[slot];
+    m_backend->StartTransfer(t.id, t.src, t.dst, t.bytes, t.flowKey,
+                             [this, slot](const TransferRecord& r) { Delivered(slot, r); });
+}
+
+void
+NcclWorld::Delivered(uint32_t slot, const TransferRecord& r)
+{
+    std::function<void()> fn = std::move(m_slots[slot].delivered);
+    m_freeSlots.push_back(slot);
+    m_transferDelivered(r);
+    fn();
 }
 
 void

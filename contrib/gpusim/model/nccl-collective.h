@@ -157,6 +157,10 @@ class NcclWorld : public Object
     CollectivePlan Plan(gpusim::CollKind kind, uint64_t bytes, const Communicator& comm) const;
 
     uint64_t NextTransferId();
+    /// Starts a transfer after `delay` (the protocol's step latency); delivered() runs at
+    /// delivery. Transfers deferred to the same instant share one event.
+    void StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t wireBytes,
+                       uint64_t flowKey, std::function<void()> delivered);
     void NotifyCompleted(const CollectiveRecord& r);
     bool HasPending() const;
     std::string DescribePending() const;
@@ -173,8 +177,24 @@ class NcclWorld : public Object
     void ProtocolCosts(const std::string& proto, double& bwFactor, double& stepUs,
                        double& baseUs) const;
 
+    struct PendingTransfer
+    {
+        uint64_t id = 0;
+        uint32_t src = 0;
+        uint32_t dst = 0;
+        uint64_t bytes = 0;
+        uint64_t flowKey = 0;
+        std::function<void()> delivered;
+    };
+    void Launch(uint32_t slot);
+    void LaunchDeferred(int64_t at);
+    void Delivered(uint32_t slot, const TransferRecord& r);
+
     Ptr<NetworkBackend> m_backend;
     std::map<std::string, Ptr<Communicator>> m_comms;
+    std::vector<PendingTransfer> m_slots; //!< transfers in flight, reused through m_freeSlots
+    std::vector<uint32_t> m_freeSlots;
+    std::map<int64_t, std::vector<uint32_t>> m_deferred; //!< start time step -> slots
     uint64_t m_nextTransferId = 1;
     std::string m_algorithm;  //!< auto | ring | tree
     std::string m_protocol;   //!< auto | simple | ll128 | ll
