@@ -154,7 +154,9 @@ TEST(FlowBackend, ParkingLotAllGetHalf)
     {
         EXPECT_EQ(t, 2000000) << id; // everyone at C/2, no latency
     }
-    EXPECT_EQ(b->GetRecomputeCount(), 2u); // one arrival batch, one departure batch
+    // One pass for the arrivals; the simultaneous departures leave every link empty, so
+    // there is nobody left to re-rate.
+    EXPECT_EQ(b->GetRecomputeCount(), 1u);
     Simulator::Destroy();
 }
 
@@ -223,8 +225,8 @@ TEST(FlowBackend, SimultaneousStartsCoalesceIntoOneRecompute)
         EXPECT_DOUBLE_EQ(b->GetCurrentRate(3), 1e9 / 16);
     });
     Simulator::Run();
-    EXPECT_EQ(b->GetRecomputeCount(), 2u); // + one for the 16 simultaneous departures
-    EXPECT_EQ(passes, 2u);
+    EXPECT_EQ(b->GetRecomputeCount(), 1u); // the 16 departures leave nobody to re-rate
+    EXPECT_EQ(passes, 1u);
     ASSERT_EQ(log.at.size(), 16u);
     for (const auto& [id, t] : log.at)
     {
