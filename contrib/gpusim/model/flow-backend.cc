@@ -73,9 +73,12 @@ FlowBackend::DoDispose()
     m_drainAtNs = m_deliverAtNs = -1;
     m_recomputePending = false;
     m_deliveries.clear();
+    m_pending.clear();
+    m_freePending.clear();
     m_flows.clear();
     m_linkFlows.clear();
     m_routeCache.clear();
+    m_lastRoute.clear();
     m_topology = nullptr;
     m_history = nullptr;
     NetworkBackend::DoDispose();
@@ -109,6 +112,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_unfrozen.assign(nLinks, 0);
     m_capLeft.assign(nLinks, 0);
     m_routeCache.clear();
+    m_lastRoute.assign(topology ? topology->GetNGpus() : 0, nullptr);
     m_seedLinks.clear();
 }
 
@@ -209,19 +213,27 @@ const FlowBackend::CachedRoute&
 FlowBackend::LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey)
 {
     const RouteKey key{src, dst, flowKey};
+    if (src < m_lastRoute.size() && m_lastRoute[src] && m_lastRoute[src]->first == key)
+    {
+        return m_lastRoute[src]->second;
+    }
     auto it = m_routeCache.find(key);
-    if (it != m_routeCache.end())
+    if (it == m_routeCache.end())
     {
-        return it->second;
+        if (m_routeCache.size() >= kMaxCachedRoutes)
+        {
+            // Flows hold copies, so dropping the cache is safe.
+            m_routeCache.clear();
+            std::fill(m_lastRoute.begin(), m_lastRoute.end(), nullptr);
+        }
+        CachedRoute r;
+        m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
+        r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
+        it = m_routeCache.emplace(key, std::move(r)).first;
     }
-    if (m_routeCache.size() >= kMaxCachedRoutes)
-    {
-        m_routeCache.clear(); // flows hold copies, so dropping the cache is safe
-    }
-    CachedRoute r;
-    m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
-    r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
-    return m_routeCache.emplace(key, std::move(r)).first->second;
+    // Node-based map: element addresses survive rehashing.
+    m_lastRoute[src] = &*it;
+    return it->second;
 }
 
 void
@@ -609,7 +621,19 @@ void
 FlowBackend::EnqueueDelivery(Pending p)
 {
     const int64_t at = p.atNs;
-    m_deliveries.push_back(std::move(p));
+    uint32_t index;
+    if (!m_freePending.empty())
+    {
+        index = m_freePending.back();
+        m_freePending.pop_back();
+        m_pending[index] = std::move(p);
+    }
+    else
+    {
+        index = static_cast<uint32_t>(m_pending.size());
+        m_pending.push_back(std::move(p));
+    }
+    m_deliveries.push_back({at, m_pending[index].rec.id, index});
     std::push_heap(m_deliveries.begin(), m_deliveries.end(), DeliverLater());
     // One pending event, for the earliest delivery time (latencies are alike, so new
     // deliveries rarely come before it).
@@ -634,8 +658,11 @@ FlowBackend::OnDeliver()
     while (!m_deliveries.empty() && m_deliveries.front().atNs <= nowNs)
     {
         std::pop_heap(m_deliveries.begin(), m_deliveries.end(), DeliverLater());
-        Pending p = std::move(m_deliveries.back());
+        const uint32_t index = m_deliveries.back().index;
         m_deliveries.pop_back();
+        Pending p = std::move(m_pending[index]);
+        m_pending[index].done = nullptr;
+        m_freePending.push_back(index);
         p.rec.delivered = now;
         ++m_delivered;
         if (m_history)
@@ -668,9 +695,9 @@ FlowBackend::InFlight() const
             out.push_back(f.rec);
         }
     }
-    for (const Pending& p : m_deliveries)
+    for (const DeliverEntry& e : m_deliveries)
     {
-        out.push_back(p.rec);
+        out.push_back(m_pending[e.index].rec);
     }
     std::sort(out.begin(), out.end(), [](const TransferRecord& a, const TransferRecord& b) {
         return a.id < b.id;

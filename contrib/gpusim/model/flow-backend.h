@@ -166,12 +166,20 @@ class FlowBackend : public NetworkBackend
         }
     };
 
+    /// Heap entry for a Pending kept in m_pending (the heap moves only these 24 bytes).
+    struct DeliverEntry
+    {
+        int64_t atNs;
+        uint64_t id;
+        uint32_t index; //!< into m_pending
+    };
+
     /// Deliveries at the same instant run in increasing transfer id.
     struct DeliverLater
     {
-        bool operator()(const Pending& a, const Pending& b) const
+        bool operator()(const DeliverEntry& a, const DeliverEntry& b) const
         {
-            return a.atNs != b.atNs ? a.atNs > b.atNs : a.rec.id > b.rec.id;
+            return a.atNs != b.atNs ? a.atNs > b.atNs : a.id > b.id;
         }
     };
 
@@ -224,11 +232,16 @@ class FlowBackend : public NetworkBackend
     EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale
     bool m_recomputePending = false;     //!< m_recomputeEvent is scheduled
 
-    std::vector<Pending> m_deliveries; //!< min-heap of drained transfers by (time, id)
+    std::vector<Pending> m_pending;         //!< drained transfers waiting out their latency
+    std::vector<uint32_t> m_freePending;    //!< reusable m_pending entries
+    std::vector<DeliverEntry> m_deliveries; //!< min-heap over m_pending by (time, id)
     EventId m_deliverEvent;            //!< fires at the earliest delivery time
     int64_t m_deliverAtNs = -1;        //!< when m_deliverEvent fires
 
-    std::unordered_map<RouteKey, CachedRoute, RouteKeyHash> m_routeCache;
+    using RouteCache = std::unordered_map<RouteKey, CachedRoute, RouteKeyHash>;
+    RouteCache m_routeCache;
+    //! Per source GPU, its last looked-up route (collectives repeat the same peer).
+    std::vector<const RouteCache::value_type*> m_lastRoute;
 
     uint64_t m_started = 0;
     uint64_t m_delivered = 0;
