@@ -93,6 +93,7 @@ FlowBackend::RouteKeyHash::operator()(const RouteKey& k) const
 void
 FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
 {
+    NS_LOG_FUNCTION(this << topology);
     if (m_nActive > 0 || !m_deliveries.empty())
     {
         throw std::logic_error("FlowBackend::SetTopology: transfers are in flight");
@@ -392,6 +393,8 @@ FlowBackend::Recompute()
             }
         }
     }
+    NS_LOG_LOGIC("pass " << m_recomputes << " at " << nowNs << " ns: " << m_compFlows.size()
+                         << " flows on " << m_compLinks.size() << " links");
     m_recomputeTrace(static_cast<uint32_t>(m_compFlows.size()),
                      static_cast<uint32_t>(m_compLinks.size()));
     if (m_compFlows.empty())
@@ -740,6 +743,7 @@ FlowBackend::CaptureStateAt(Time t) const
 void
 FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
 {
+    NS_LOG_FUNCTION(this << cp.time << cp.transfers.size());
     if (!m_topology)
     {
         throw std::logic_error("FlowBackend::RestoreState: no topology set");
