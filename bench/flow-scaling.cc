@@ -13,6 +13,7 @@
 #include "ns3/simulator.h"
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -97,9 +98,12 @@ RunCase(uint32_t gpus, uint32_t stepLimit, uint64_t bytes)
     ring.chunk = bytes / gpus;
 
     const auto t1 = Clock::now();
+    const std::clock_t c1 = std::clock();
     ring.Start();
     Simulator::Run();
     const double wallS = std::chrono::duration<double>(Clock::now() - t1).count();
+    // CPU time is less sensitive than wall time to other jobs on a shared machine.
+    const double cpuS = double(std::clock() - c1) / CLOCKS_PER_SEC;
     const double simS = Simulator::Now().GetSeconds();
     const uint64_t transfers = ring.backend->GetDeliveredCount();
     // Busiest link: tells whether the run is bound by the network or by ring dependencies.
@@ -117,7 +121,7 @@ RunCase(uint32_t gpus, uint32_t stepLimit, uint64_t bytes)
     const TopoLink& bl = topo->Links()[busiest];
     // Bus bandwidth as nccl-tests reports it, for the steps that ran.
     const double busGBps = double(ring.chunk) * ring.steps / simS / 1e9;
-    std::printf("%6u GPUs | %5u/%5u steps | %9llu transfers | wall %8.3f s | %10.0f "
+    std::printf("%6u GPUs | %5u/%5u steps | %9llu transfers | wall %8.3f s | cpu %8.3f s | %10.0f "
                 "transfers/s | %6llu recomputes | sim %.6f s | busBW %.1f GB/s | topo %.3f s\n"
                 "           %s; busiest link %s->%s at %.0f%%\n",
                 gpus,
@@ -125,6 +129,7 @@ RunCase(uint32_t gpus, uint32_t stepLimit, uint64_t bytes)
                 2 * (gpus - 1),
                 static_cast<unsigned long long>(transfers),
                 wallS,
+                cpuS,
                 transfers / wallS,
                 static_cast<unsigned long long>(ring.backend->GetRecomputeCount()),
                 simS,
