@@ -63,6 +63,7 @@ class ClusterTopology : public Object
     uint32_t AddDuplexLink(uint32_t a, uint32_t b, double bitsPerSec, double latencySec,
                            TopoLinkKind kind);
     /// Registers GPU number `gpu` (global rank order = server-major) at vertex v on server s.
+    /// The local index is the GPU vertex's `index`; nicVertex may be UINT32_MAX (no NIC).
     void SetGpu(uint32_t gpu, uint32_t vertex, uint32_t server, uint32_t nicVertex);
     void SetDescription(const std::string& d);
 
@@ -82,6 +83,7 @@ class ClusterTopology : public Object
     /// Directed link ids from srcGpu to dstGpu. Same server: over NVLink/NVSwitch. Otherwise
     /// GPU -> its NIC -> fabric shortest path -> dst NIC -> dst GPU. Among equal-cost next hops
     /// the choice is a deterministic hash of flowHash (per-flow ECMP). Empty if src == dst.
+    /// GPUs of one server without an NVLink path between them use the NIC path.
     /// Throws std::runtime_error if no path exists.
     std::vector<uint32_t> Route(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowHash) const;
     /// Same as Route, writing into `route` (reuses its capacity).

@@ -30,18 +30,6 @@ NowNs()
 
 } // namespace
 
-// Min-heap orders; ties broken by ids so that runs are reproducible.
-bool
-FlowBackend::DrainLater(const DrainEntry& a, const DrainEntry& b)
-{
-    return a.finishNs != b.finishNs ? a.finishNs > b.finishNs : a.slot > b.slot;
-}
-
-bool
-FlowBackend::ShareLater(const HeapEntry& a, const HeapEntry& b)
-{
-    return a.share != b.share ? a.share > b.share : a.link > b.link;
-}
 
 TypeId
 FlowBackend::GetTypeId()
@@ -81,14 +69,16 @@ FlowBackend::DoDispose()
 {
     Simulator::Cancel(m_drainEvent);
     Simulator::Cancel(m_recomputeEvent);
-    for (auto& [t, d] : m_deliveries)
-    {
-        Simulator::Cancel(d.event);
-    }
+    Simulator::Cancel(m_deliverEvent);
+    m_drainAtNs = m_deliverAtNs = -1;
+    m_recomputePending = false;
     m_deliveries.clear();
+    m_pending.clear();
+    m_freePending.clear();
     m_flows.clear();
     m_linkFlows.clear();
     m_routeCache.clear();
+    m_lastRoute.clear();
     m_topology = nullptr;
     m_history = nullptr;
     NetworkBackend::DoDispose();
@@ -103,6 +93,7 @@ FlowBackend::RouteKeyHash::operator()(const RouteKey& k) const
 void
 FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
 {
+    NS_LOG_FUNCTION(this << topology);
     if (m_nActive > 0 || !m_deliveries.empty())
     {
         throw std::logic_error("FlowBackend::SetTopology: transfers are in flight");
@@ -122,6 +113,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_unfrozen.assign(nLinks, 0);
     m_capLeft.assign(nLinks, 0);
     m_routeCache.clear();
+    m_lastRoute.assign(topology ? topology->GetNGpus() : 0, nullptr);
     m_seedLinks.clear();
 }
 
@@ -222,19 +214,27 @@ const FlowBackend::CachedRoute&
 FlowBackend::LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey)
 {
     const RouteKey key{src, dst, flowKey};
+    if (src < m_lastRoute.size() && m_lastRoute[src] && m_lastRoute[src]->first == key)
+    {
+        return m_lastRoute[src]->second;
+    }
     auto it = m_routeCache.find(key);
-    if (it != m_routeCache.end())
+    if (it == m_routeCache.end())
     {
-        return it->second;
+        if (m_routeCache.size() >= kMaxCachedRoutes)
+        {
+            // Flows hold copies, so dropping the cache is safe.
+            m_routeCache.clear();
+            std::fill(m_lastRoute.begin(), m_lastRoute.end(), nullptr);
+        }
+        CachedRoute r;
+        m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
+        r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
+        it = m_routeCache.emplace(key, std::move(r)).first;
     }
-    if (m_routeCache.size() >= kMaxCachedRoutes)
-    {
-        m_routeCache.clear(); // flows hold copies, so dropping the cache is safe
-    }
-    CachedRoute r;
-    m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
-    r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
-    return m_routeCache.emplace(key, std::move(r)).first->second;
+    // Node-based map: element addresses survive rehashing.
+    m_lastRoute[src] = &*it;
+    return it->second;
 }
 
 void
@@ -256,7 +256,6 @@ FlowBackend::StartTransfer(uint64_t id,
     rec.bytes = bytes;
     rec.start = Simulator::Now();
     const CachedRoute& route = LookupRoute(srcGpu, dstGpu, flowKey); // validates the GPUs
-    NS_LOG_FUNCTION(this << id << srcGpu << dstGpu << bytes << flowKey);
     ++m_started;
     m_startedTrace(rec);
     if (m_history)
@@ -270,7 +269,7 @@ FlowBackend::StartTransfer(uint64_t id,
         {
             m_history->OnDrained(id, rec.start);
         }
-        EnqueueDelivery(NowNs() + route.latencyNs, {rec, std::move(done)});
+        EnqueueDelivery({NowNs() + route.latencyNs, rec, std::move(done)});
         return;
     }
     AddFlow(rec, flowKey, route, double(bytes), std::move(done));
@@ -307,9 +306,27 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.active = true;
     f.done = std::move(done);
     ++m_nActive;
+    bool alone = true;
     for (uint32_t l : f.route)
     {
         m_linkFlows[l].push_back(slot);
+        alone = alone && m_linkFlows[l].size() == 1;
+    }
+    if (alone)
+    {
+        // Nobody else on its links: its max-min rate is its bottleneck, no pass needed. A
+        // flow joining one of its links later (even at this instant) re-rates it.
+        double rate = std::numeric_limits<double>::infinity();
+        for (uint32_t l : f.route)
+        {
+            rate = std::min(rate, m_capacity[l]);
+        }
+        SetRate(slot, rate, f.t0Ns);
+        ScheduleDrain();
+        return;
+    }
+    for (uint32_t l : f.route)
+    {
         m_seedLinks.push_back(l);
     }
     MarkDirty();
@@ -319,8 +336,9 @@ void
 FlowBackend::MarkDirty()
 {
     // One recomputation per instant, however many arrivals/departures happen at it.
-    if (!m_recomputeEvent.IsRunning())
+    if (!m_recomputePending)
     {
+        m_recomputePending = true;
         m_recomputeEvent = Simulator::ScheduleNow(&FlowBackend::Recompute, this);
     }
 }
@@ -329,6 +347,7 @@ void
 FlowBackend::Recompute()
 {
     const int64_t nowNs = NowNs();
+    m_recomputePending = false;
     ++m_recomputes;
     if (++m_epoch == 0) // wrapped: clear the marks once every 4G passes
     {
@@ -374,6 +393,8 @@ FlowBackend::Recompute()
             }
         }
     }
+    NS_LOG_LOGIC("pass " << m_recomputes << " at " << nowNs << " ns: " << m_compFlows.size()
+                         << " flows on " << m_compLinks.size() << " links");
     m_recomputeTrace(static_cast<uint32_t>(m_compFlows.size()),
                      static_cast<uint32_t>(m_compLinks.size()));
     if (m_compFlows.empty())
@@ -386,28 +407,32 @@ FlowBackend::Recompute()
     bool rescheduled = false;
     for (uint32_t slot : m_compFlows)
     {
-        Flow& f = m_flows[slot];
-        if (f.newRate == f.rate)
+        if (m_flows[slot].newRate != m_flows[slot].rate)
         {
-            continue; // untouched: keeps its remaining bytes and finish time
-        }
-        f.remaining =
-            std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
-        f.t0Ns = nowNs;
-        f.rate = f.newRate;
-        f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
-        ++f.stamp;
-        m_drainHeap.push_back({f.finishNs, slot, f.stamp});
-        std::push_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
-        rescheduled = true;
-        if (m_history)
-        {
-            m_history->OnRate(f.rec.id, Simulator::Now(), f.rate, f.remaining);
+            SetRate(slot, m_flows[slot].newRate, nowNs);
+            rescheduled = true;
         }
     }
     if (rescheduled)
     {
         ScheduleDrain();
+    }
+}
+
+void
+FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
+{
+    Flow& f = m_flows[slot];
+    f.remaining = std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
+    f.t0Ns = nowNs;
+    f.rate = rate;
+    f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
+    ++f.stamp;
+    m_drainHeap.push_back({f.finishNs, slot, f.stamp});
+    std::push_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
+    if (m_history)
+    {
+        m_history->OnRate(f.rec.id, Simulator::Now(), f.rate, f.remaining);
     }
 }
 
@@ -418,6 +443,18 @@ FlowBackend::WaterFill()
     // (capacity left / flows without a rate), give that share to its flows and remove them.
     // Shares never decrease as flows are frozen, so a lazy min-heap with re-pushed entries
     // finds every bottleneck in O((flows x hops + links) log links).
+    if (m_compFlows.size() == 1)
+    {
+        // A flow alone on its links (e.g. an NVLink hop) simply gets its bottleneck.
+        Flow& f = m_flows[m_compFlows.front()];
+        double rate = std::numeric_limits<double>::infinity();
+        for (uint32_t l : f.route)
+        {
+            rate = std::min(rate, m_capacity[l]);
+        }
+        f.newRate = rate;
+        return;
+    }
     m_heap.clear();
     for (uint32_t l : m_compLinks)
     {
@@ -429,11 +466,11 @@ FlowBackend::WaterFill()
             m_heap.push_back({m_capacity[l] / n, l, ++m_linkVersion[l]});
         }
     }
-    std::make_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+    std::make_heap(m_heap.begin(), m_heap.end(), ShareLater());
     double level = 0;
     while (!m_heap.empty())
     {
-        std::pop_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+        std::pop_heap(m_heap.begin(), m_heap.end(), ShareLater());
         const HeapEntry e = m_heap.back();
         m_heap.pop_back();
         if (e.version != m_linkVersion[e.link] || m_unfrozen[e.link] == 0)
@@ -475,7 +512,7 @@ FlowBackend::WaterFill()
             {
                 m_heap.push_back(
                     {std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l, ++m_linkVersion[l]});
-                std::push_heap(m_heap.begin(), m_heap.end(), &FlowBackend::ShareLater);
+                std::push_heap(m_heap.begin(), m_heap.end(), ShareLater());
             }
         }
     }
@@ -493,7 +530,7 @@ FlowBackend::ScheduleDrain()
         {
             break;
         }
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
         m_drainHeap.pop_back();
     }
     // Stale entries of long flows can pile up under churn: rebuild when mostly stale.
@@ -510,20 +547,18 @@ FlowBackend::ScheduleDrain()
             }
         }
         m_drainHeap.swap(live);
-        std::make_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        std::make_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
     }
     if (m_drainHeap.empty())
     {
-        Simulator::Cancel(m_drainEvent);
-        m_drainAtNs = -1;
-        return;
+        return; // a pending wake-up, if any, finds nothing and stops
     }
     const int64_t at = m_drainHeap.front().finishNs;
-    if (m_drainEvent.IsRunning() && m_drainAtNs == at)
+    if (m_drainAtNs >= 0 && m_drainAtNs <= at)
     {
-        return;
+        return; // an early wake-up is harmless: OnDrain re-arms for the real time
     }
-    Simulator::Cancel(m_drainEvent);
+    Simulator::Remove(m_drainEvent);
     m_drainAtNs = at;
     m_drainEvent = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, at - NowNs())),
                                        &FlowBackend::OnDrain,
@@ -539,7 +574,7 @@ FlowBackend::OnDrain()
     while (!m_drainHeap.empty() && m_drainHeap.front().finishNs <= nowNs)
     {
         const DrainEntry e = m_drainHeap.front();
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), &FlowBackend::DrainLater);
+        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
         m_drainHeap.pop_back();
         const Flow& f = m_flows[e.slot];
         if (f.active && f.stamp == e.stamp)
@@ -548,9 +583,14 @@ FlowBackend::OnDrain()
             any = true;
         }
     }
-    if (any)
+    // Links emptied by this batch of departures have nobody left to re-rate.
+    m_seedLinks.erase(std::remove_if(m_seedLinks.begin(),
+                                     m_seedLinks.end(),
+                                     [this](uint32_t l) { return m_linkFlows[l].empty(); }),
+                      m_seedLinks.end());
+    if (any && !m_seedLinks.empty())
     {
-        MarkDirty(); // departures free capacity for the others
+        MarkDirty(); // departures free capacity for flows that shared their links
     }
     ScheduleDrain();
 }
@@ -568,48 +608,64 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
         auto it = std::find(on.begin(), on.end(), slot);
         *it = on.back();
         on.pop_back();
-        m_seedLinks.push_back(l);
+        m_seedLinks.push_back(l); // the others on this link may speed up
         m_linkBytes[l] += double(f.rec.bytes);
     }
     if (m_history)
     {
         m_history->OnDrained(f.rec.id, NanoSeconds(nowNs));
     }
-    EnqueueDelivery(nowNs + f.latencyNs, {f.rec, std::move(f.done)});
+    EnqueueDelivery({nowNs + f.latencyNs, f.rec, std::move(f.done)});
     f.done = nullptr;
     m_freeSlots.push_back(slot);
 }
 
 void
-FlowBackend::EnqueueDelivery(int64_t atNs, Pending p)
+FlowBackend::EnqueueDelivery(Pending p)
 {
-    auto [it, inserted] = m_deliveries.try_emplace(atNs);
-    it->second.items.push_back(std::move(p));
-    if (inserted)
+    const int64_t at = p.atNs;
+    uint32_t index;
+    if (!m_freePending.empty())
     {
-        // One event per distinct delivery time.
-        it->second.event = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, atNs - NowNs())),
-                                               &FlowBackend::OnDeliver,
-                                               this,
-                                               atNs);
+        index = m_freePending.back();
+        m_freePending.pop_back();
+        m_pending[index] = std::move(p);
     }
-}
-
-void
-FlowBackend::OnDeliver(int64_t atNs)
-{
-    auto node = m_deliveries.extract(atNs);
-    if (node.empty())
+    else
+    {
+        index = static_cast<uint32_t>(m_pending.size());
+        m_pending.push_back(std::move(p));
+    }
+    m_deliveries.push_back({at, m_pending[index].rec.id, index});
+    std::push_heap(m_deliveries.begin(), m_deliveries.end(), DeliverLater());
+    // One pending event, for the earliest delivery time (latencies are alike, so new
+    // deliveries rarely come before it).
+    if (m_deliverAtNs >= 0 && m_deliverAtNs <= at)
     {
         return;
     }
-    std::vector<Pending>& items = node.mapped().items;
-    std::sort(items.begin(), items.end(), [](const Pending& a, const Pending& b) {
-        return a.rec.id < b.rec.id;
-    });
+    Simulator::Remove(m_deliverEvent);
+    m_deliverAtNs = at;
+    m_deliverEvent = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, at - NowNs())),
+                                         &FlowBackend::OnDeliver,
+                                         this);
+}
+
+void
+FlowBackend::OnDeliver()
+{
+    const int64_t nowNs = NowNs();
     const Time now = Simulator::Now();
-    for (Pending& p : items)
+    m_deliverAtNs = -1;
+    // Callbacks may start transfers; one delivered now (same GPU) joins this batch in id order.
+    while (!m_deliveries.empty() && m_deliveries.front().atNs <= nowNs)
     {
+        std::pop_heap(m_deliveries.begin(), m_deliveries.end(), DeliverLater());
+        const uint32_t index = m_deliveries.back().index;
+        m_deliveries.pop_back();
+        Pending p = std::move(m_pending[index]);
+        m_pending[index].done = nullptr;
+        m_freePending.push_back(index);
         p.rec.delivered = now;
         ++m_delivered;
         if (m_history)
@@ -619,8 +675,15 @@ FlowBackend::OnDeliver(int64_t atNs)
         m_deliveredTrace(p.rec);
         if (p.done)
         {
-            p.done(p.rec); // may start new transfers (re-entrant)
+            p.done(p.rec);
         }
+    }
+    if (!m_deliveries.empty() && m_deliverAtNs < 0)
+    {
+        m_deliverAtNs = m_deliveries.front().atNs;
+        m_deliverEvent = Simulator::Schedule(NanoSeconds(m_deliverAtNs - nowNs),
+                                             &FlowBackend::OnDeliver,
+                                             this);
     }
 }
 
@@ -635,12 +698,9 @@ FlowBackend::InFlight() const
             out.push_back(f.rec);
         }
     }
-    for (const auto& [t, d] : m_deliveries)
+    for (const DeliverEntry& e : m_deliveries)
     {
-        for (const Pending& p : d.items)
-        {
-            out.push_back(p.rec);
-        }
+        out.push_back(m_pending[e.index].rec);
     }
     std::sort(out.begin(), out.end(), [](const TransferRecord& a, const TransferRecord& b) {
         return a.id < b.id;
@@ -683,6 +743,7 @@ FlowBackend::CaptureStateAt(Time t) const
 void
 FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
 {
+    NS_LOG_FUNCTION(this << cp.time << cp.transfers.size());
     if (!m_topology)
     {
         throw std::logic_error("FlowBackend::RestoreState: no topology set");
@@ -709,8 +770,8 @@ FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
         if (r.isDrained || route.links.empty() || r.transfer.bytes == 0)
         {
             const int64_t drainedNs = r.isDrained ? r.drained.GetNanoSeconds() : nowNs;
-            EnqueueDelivery(std::max(nowNs, drainedNs + route.latencyNs),
-                            {r.transfer, std::move(done)});
+            EnqueueDelivery(
+                {std::max(nowNs, drainedNs + route.latencyNs), r.transfer, std::move(done)});
             continue;
         }
         AddFlow(r.transfer, r.flowKey, route, r.RemainingBytesAt(cp.time), std::move(done));

@@ -12,7 +12,6 @@
 #include "ns3/network-backend.h"
 #include "ns3/traced-callback.h"
 
-#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -108,14 +107,9 @@ class FlowBackend : public NetworkBackend
     /// A drained transfer waiting out its latency.
     struct Pending
     {
+        int64_t atNs; //!< delivery time
         TransferRecord rec;
         DeliveredCallback done;
-    };
-
-    struct Deliveries
-    {
-        std::vector<Pending> items;
-        EventId event;
     };
 
     struct DrainEntry
@@ -155,8 +149,39 @@ class FlowBackend : public NetworkBackend
         int64_t latencyNs = 0;
     };
 
-    static bool DrainLater(const DrainEntry& a, const DrainEntry& b);
-    static bool ShareLater(const HeapEntry& a, const HeapEntry& b);
+    // Min-heap orders (std heaps are max-heaps); ties broken by ids for reproducible runs.
+    struct DrainLater
+    {
+        bool operator()(const DrainEntry& a, const DrainEntry& b) const
+        {
+            return a.finishNs != b.finishNs ? a.finishNs > b.finishNs : a.slot > b.slot;
+        }
+    };
+
+    struct ShareLater
+    {
+        bool operator()(const HeapEntry& a, const HeapEntry& b) const
+        {
+            return a.share != b.share ? a.share > b.share : a.link > b.link;
+        }
+    };
+
+    /// Heap entry for a Pending kept in m_pending (the heap moves only these 24 bytes).
+    struct DeliverEntry
+    {
+        int64_t atNs;
+        uint64_t id;
+        uint32_t index; //!< into m_pending
+    };
+
+    /// Deliveries at the same instant run in increasing transfer id.
+    struct DeliverLater
+    {
+        bool operator()(const DeliverEntry& a, const DeliverEntry& b) const
+        {
+            return a.atNs != b.atNs ? a.atNs > b.atNs : a.id > b.id;
+        }
+    };
 
     const CachedRoute& LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey);
     void AddFlow(const TransferRecord& rec,
@@ -167,11 +192,13 @@ class FlowBackend : public NetworkBackend
     void MarkDirty();
     void Recompute();
     void WaterFill();
+    /// Brings the flow's remaining bytes up to now and gives it a new rate and finish time.
+    void SetRate(uint32_t slot, double rate, int64_t nowNs);
     void OnDrain();
     void CompleteFlow(uint32_t slot, int64_t nowNs);
     void ScheduleDrain();
-    void EnqueueDelivery(int64_t atNs, Pending p);
-    void OnDeliver(int64_t atNs);
+    void EnqueueDelivery(Pending p);
+    void OnDeliver();
     void SetRecordRateHistory(bool on);
     bool GetRecordRateHistory() const;
 
@@ -203,10 +230,18 @@ class FlowBackend : public NetworkBackend
     EventId m_drainEvent;                //!< fires at the earliest drain completion
     int64_t m_drainAtNs = -1;            //!< when m_drainEvent fires
     EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale
+    bool m_recomputePending = false;     //!< m_recomputeEvent is scheduled
 
-    std::map<int64_t, Deliveries> m_deliveries; //!< delivery time (ns) -> transfers
+    std::vector<Pending> m_pending;         //!< drained transfers waiting out their latency
+    std::vector<uint32_t> m_freePending;    //!< reusable m_pending entries
+    std::vector<DeliverEntry> m_deliveries; //!< min-heap over m_pending by (time, id)
+    EventId m_deliverEvent;            //!< fires at the earliest delivery time
+    int64_t m_deliverAtNs = -1;        //!< when m_deliverEvent fires
 
-    std::unordered_map<RouteKey, CachedRoute, RouteKeyHash> m_routeCache;
+    using RouteCache = std::unordered_map<RouteKey, CachedRoute, RouteKeyHash>;
+    RouteCache m_routeCache;
+    //! Per source GPU, its last looked-up route (collectives repeat the same peer).
+    std::vector<const RouteCache::value_type*> m_lastRoute;
 
     uint64_t m_started = 0;
     uint64_t m_delivered = 0;

@@ -452,3 +452,50 @@ TEST(GpuClusterHelper, CreatesGpuNodesServerMajor)
     }
     Simulator::Destroy();
 }
+
+TEST(ClusterTopology, DualHomedNicAndBackToBackNics)
+{
+    // NIC0 is cabled to switches A and B, NIC1 to B only, NIC2 back-to-back to NIC0.
+    auto t = CreateObject<ClusterTopology>();
+    std::vector<uint32_t> gpus;
+    std::vector<uint32_t> nics;
+    for (uint32_t i = 0; i < 3; ++i)
+    {
+        TopoVertex g;
+        g.type = TopoVertexType::Gpu;
+        g.server = i;
+        g.name = "gpu" + std::to_string(i);
+        TopoVertex n;
+        n.type = TopoVertexType::Nic;
+        n.server = i;
+        n.name = "nic" + std::to_string(i);
+        gpus.push_back(t->AddVertex(g));
+        nics.push_back(t->AddVertex(n));
+        t->AddDuplexLink(gpus[i], nics[i], 1e9, 0, TopoLinkKind::Pcie);
+        t->SetGpu(i, gpus[i], i, nics[i]);
+    }
+    TopoVertex sw;
+    sw.type = TopoVertexType::Switch;
+    sw.name = "A";
+    const uint32_t a = t->AddVertex(sw);
+    sw.name = "B";
+    const uint32_t b = t->AddVertex(sw);
+    t->AddDuplexLink(nics[0], a, 1e9, 0, TopoLinkKind::Nic);
+    t->AddDuplexLink(nics[0], b, 1e9, 0, TopoLinkKind::Nic);
+    t->AddDuplexLink(nics[1], b, 1e9, 0, TopoLinkKind::Nic);
+    t->AddDuplexLink(nics[2], nics[0], 1e9, 0, TopoLinkKind::Nic);
+    for (uint64_t h = 0; h < 16; ++h)
+    {
+        auto r10 = t->Route(1, 0, h); // into the dual-homed NIC: only B is on a shortest path
+        auto vs = CheckWalk(*t, 1, 0, r10);
+        ASSERT_EQ(vs.size(), 5u);
+        EXPECT_EQ(vs[2], b);
+        auto r01 = t->Route(0, 1, h);
+        vs = CheckWalk(*t, 0, 1, r01);
+        ASSERT_EQ(vs.size(), 5u);
+        EXPECT_EQ(vs[2], b);
+        // NIC2 reaches NIC0 directly; NICs never forward, so GPU2 cannot reach GPU1.
+        EXPECT_EQ(t->Route(2, 0, h).size(), 3u);
+        EXPECT_THROW(t->Route(2, 1, h), std::runtime_error);
+    }
+}
