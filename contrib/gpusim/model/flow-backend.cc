@@ -67,6 +67,11 @@ FlowBackend::~FlowBackend() = default;
 void
 FlowBackend::DoDispose()
 {
+    if (m_destroyHookSet)
+    {
+        Simulator::Remove(m_destroyHook);
+        m_destroyHookSet = false;
+    }
     Simulator::Cancel(m_drainEvent);
     Simulator::Cancel(m_recomputeEvent);
     Simulator::Cancel(m_deliverEvent);
@@ -82,6 +87,48 @@ FlowBackend::DoDispose()
     m_topology = nullptr;
     m_history = nullptr;
     NetworkBackend::DoDispose();
+}
+
+void
+FlowBackend::EnsureDestroyHook()
+{
+    if (!m_destroyHookSet)
+    {
+        m_destroyHookSet = true;
+        m_destroyHook = Simulator::ScheduleDestroy(&FlowBackend::OnSimulatorDestroy, this);
+    }
+}
+
+void
+FlowBackend::OnSimulatorDestroy()
+{
+    // The simulation is over and its events are gone: drop what was in flight so that the
+    // backend starts clean under the next simulator (stale EventIds must never be removed).
+    NS_LOG_FUNCTION(this << m_nActive << m_deliveries.size());
+    m_destroyHookSet = false;
+    m_drainEvent = EventId();
+    m_deliverEvent = EventId();
+    m_recomputeEvent = EventId();
+    m_drainAtNs = m_deliverAtNs = -1;
+    m_recomputePending = false;
+    for (const Flow& f : m_flows)
+    {
+        if (f.active)
+        {
+            for (uint32_t l : f.route)
+            {
+                m_linkFlows[l].clear();
+            }
+        }
+    }
+    m_flows.clear();
+    m_freeSlots.clear();
+    m_nActive = 0;
+    m_seedLinks.clear();
+    m_drainHeap.clear();
+    m_deliveries.clear();
+    m_pending.clear();
+    m_freePending.clear();
 }
 
 size_t
@@ -249,6 +296,7 @@ FlowBackend::StartTransfer(uint64_t id,
     {
         throw std::logic_error("FlowBackend::StartTransfer: no topology set");
     }
+    EnsureDestroyHook();
     TransferRecord rec;
     rec.id = id;
     rec.srcGpu = srcGpu;
@@ -757,6 +805,7 @@ FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
         throw std::logic_error("FlowBackend::RestoreState: simulator clock is not at the "
                                "checkpoint time");
     }
+    EnsureDestroyHook();
     const int64_t nowNs = NowNs();
     for (const FlowHistoryRecord& r : cp.transfers)
     {

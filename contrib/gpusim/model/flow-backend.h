@@ -71,6 +71,9 @@ class FlowBackend : public NetworkBackend
     /// Throws std::logic_error when no history is recorded.
     Checkpoint CaptureStateAt(Time t) const;
 
+    /// A backend outlives Simulator::Destroy(): transfers still in flight then are dropped
+    /// (never delivered) and the next simulation starts with an idle backend.
+
     /// Continues a captured state in an idle backend (nothing in flight) at Now() == cp.time.
     /// Draining transfers resume with their remaining bytes; drained ones are delivered after
     /// their latency. Rollback recipe: cp = old->CaptureStateAt(t); Simulator::Destroy();
@@ -199,6 +202,10 @@ class FlowBackend : public NetworkBackend
     void ScheduleDrain();
     void EnqueueDelivery(Pending p);
     void OnDeliver();
+    /// Registers OnSimulatorDestroy with the current simulator (once per simulator).
+    void EnsureDestroyHook();
+    /// Simulator::Destroy(): forget in-flight transfers and event ids of that simulation.
+    void OnSimulatorDestroy();
     void SetRecordRateHistory(bool on);
     bool GetRecordRateHistory() const;
 
@@ -231,6 +238,8 @@ class FlowBackend : public NetworkBackend
     int64_t m_drainAtNs = -1;            //!< when m_drainEvent fires
     EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale
     bool m_recomputePending = false;     //!< m_recomputeEvent is scheduled
+    EventId m_destroyHook;               //!< OnSimulatorDestroy, run by Simulator::Destroy()
+    bool m_destroyHookSet = false;       //!< m_destroyHook is registered
 
     std::vector<Pending> m_pending;         //!< drained transfers waiting out their latency
     std::vector<uint32_t> m_freePending;    //!< reusable m_pending entries
