@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -150,6 +151,8 @@ bool SharedId(ncclUniqueId* uid) {
   return true;
 }
 
+constexpr int kNone = INT_MIN;
+
 enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, Send, Recv };
 const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "send", "recv"};
 
@@ -161,8 +164,8 @@ struct CollArgs {
   ncclDataType_t dtype;
   ncclRedOp_t op;
   bool reduces;
-  int root;  // -1: none
-  int peer;  // -1: none
+  int root;  // kNone: no root
+  int peer;  // kNone: no peer
 };
 
 ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
@@ -177,8 +180,8 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
     if ((int)a.dtype < 0 || a.dtype >= ncclNumTypes) return Fail(ncclInvalidArgument, "invalid data type");
     if (a.reduces && ((int)a.op < 0 || (a.op >= ncclNumOps && !comm->redOps.count((int)a.op))))
       return Fail(ncclInvalidArgument, "invalid reduction operation");
-    if (a.root != -1 && (a.root < 0 || a.root >= comm->nranks)) return Fail(ncclInvalidArgument, "invalid root");
-    if (a.peer != -1 && (a.peer < 0 || a.peer >= comm->nranks)) return Fail(ncclInvalidArgument, "invalid peer");
+    if (a.root != kNone && (a.root < 0 || a.root >= comm->nranks)) return Fail(ncclInvalidArgument, "invalid root");
+    if (a.peer != kNone && (a.peer < 0 || a.peer >= comm->nranks)) return Fail(ncclInvalidArgument, "invalid peer");
     if (a.count > 0 && ((a.kind != Coll::Recv && !a.send) || (a.kind != Coll::Send && !a.recv)))
       return Fail(ncclInvalidArgument, "null buffer");
     if (!ResolveStream(stream, &s)) return Fail(ncclUnhandledCudaError, "invalid stream");
@@ -198,8 +201,8 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   l.Str("coll", kCollNames[(int)a.kind]).Str("comm", comm->id);
   if (a.kind != Coll::Send && a.kind != Coll::Recv) l.U64("seq", seq);
   l.U64("count", a.count).Str("dtype", DtypeName(a.dtype)).U64("bytes", bytes);
-  if (a.root >= 0) l.Int("root", a.root);
-  if (a.peer >= 0) l.Int("peer", a.peer);
+  if (a.root != kNone) l.Int("root", a.root);
+  if (a.peer != kNone) l.Int("peer", a.peer);
   if (a.reduces) l.Str("redop", OpName(a.op));
   if (t_group) l.U64("group", t_group);
   l.Int("stream", s.id).Commit();
@@ -382,24 +385,24 @@ ncclResult_t ncclGroupEnd(void) {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return Issue(comm, {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, true, -1, -1}, stream);
+  return Issue(comm, {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, true, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return Issue(comm, {Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, true, -1, -1}, stream);
+  return Issue(comm, {Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, true, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  return Issue(comm, {Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, false, -1, -1}, stream);
+  return Issue(comm, {Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, false, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
   // Only the root reads sendbuff; other ranks may pass null.
   const void* send = sendbuff ? sendbuff : recvbuff;
-  return Issue(comm, {Coll::Broadcast, send, recvbuff, count, datatype, ncclSum, false, root, -1}, stream);
+  return Issue(comm, {Coll::Broadcast, send, recvbuff, count, datatype, ncclSum, false, root, kNone}, stream);
 }
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
@@ -411,22 +414,22 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   // Only the root writes recvbuff; other ranks may pass null.
   const void* recv = recvbuff ? recvbuff : sendbuff;
-  return Issue(comm, {Coll::Reduce, sendbuff, recv, count, datatype, op, true, root, -1}, stream);
+  return Issue(comm, {Coll::Reduce, sendbuff, recv, count, datatype, op, true, root, kNone}, stream);
 }
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, cudaStream_t stream) {
-  return Issue(comm, {Coll::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, false, -1, -1}, stream);
+  return Issue(comm, {Coll::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, false, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return Issue(comm, {Coll::Send, sendbuff, nullptr, count, datatype, ncclSum, false, -1, peer}, stream);
+  return Issue(comm, {Coll::Send, sendbuff, nullptr, count, datatype, ncclSum, false, kNone, peer}, stream);
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return Issue(comm, {Coll::Recv, nullptr, recvbuff, count, datatype, ncclSum, false, -1, peer}, stream);
+  return Issue(comm, {Coll::Recv, nullptr, recvbuff, count, datatype, ncclSum, false, kNone, peer}, stream);
 }
 
 }  // extern "C"
