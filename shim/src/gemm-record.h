@@ -2,7 +2,8 @@
 #ifndef GPUSIM_GEMM_RECORD_H
 #define GPUSIM_GEMM_RECORD_H
 
-#include <cstdio>
+#include <charconv>
+#include <cstring>
 
 #include "library_types.h"
 #include "shim.h"
@@ -30,15 +31,32 @@ inline const char* GemmDtype(cudaDataType t, int* bytes) {
 inline void RecordGemm(const StreamRef& s, const char* name, long long m, long long n, long long k, long long batch,
                        const char* dtype, int eltBytes, bool transA, bool transB) {
   if (!Recording()) return;
-  char frag[256];
-  int len = snprintf(frag, sizeof frag, ",\"gemm\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,\"dtype\":\"%s\"}",
-                     m, n, k, batch, dtype);
+  // ,"gemm":{"m":M,"n":N,"k":K,"batch":B,"dtype":"T"} without printf (this is a hot path).
+  char frag[160];
+  char* p = frag;
+  auto put = [&p](const char* s) {
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    p += n;
+  };
+  put(",\"gemm\":{\"m\":");
+  p = std::to_chars(p, frag + sizeof frag, m).ptr;
+  put(",\"n\":");
+  p = std::to_chars(p, frag + sizeof frag, n).ptr;
+  put(",\"k\":");
+  p = std::to_chars(p, frag + sizeof frag, k).ptr;
+  put(",\"batch\":");
+  p = std::to_chars(p, frag + sizeof frag, batch).ptr;
+  put(",\"dtype\":\"");
+  put(dtype);
+  put("\"}");
+  size_t len = (size_t)(p - frag);
   double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
   unsigned long long bytes = (unsigned long long)((m * k + k * n + m * n) * batch) * (unsigned)eltBytes;
   Line(s.device, "kernel")
       .Str("name", name)
       .Int("stream", s.id)
-      .Raw(frag, (size_t)len)
+      .Raw(frag, len)
       .Num("flops", flops)
       .U64("mem_bytes", bytes)
       .Str("trans", transA ? (transB ? "TT" : "TN") : (transB ? "NT" : "NN"))

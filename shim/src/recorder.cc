@@ -65,15 +65,9 @@ Recorder& R() {
 bool g_on = false;
 thread_local char t_key;  // its address identifies the thread
 thread_local ThreadSlot* t_slot[kMaxDevices];
-thread_local std::string t_body;
+thread_local std::string t_body;  // Line's scratch buffer
 
 void AppendU64(std::string& s, unsigned long long v) {
-  char tmp[24];
-  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-  s.append(tmp, r.ptr);
-}
-
-void AppendI64(std::string& s, long long v) {
   char tmp[24];
   auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
   s.append(tmp, r.ptr);
@@ -87,12 +81,6 @@ void AppendUs(std::string& s, uint64_t ns) {
   s.append(tmp, 4);
 }
 
-void AppendKey(std::string& s, const char* key) {
-  s += ",\"";
-  s += key;
-  s += "\":";
-}
-
 RankLog* GetLog(int device) {
   Recorder& r = R();
   if (device < 0 || device >= kMaxDevices) device = 0;
@@ -103,6 +91,7 @@ RankLog* GetLog(int device) {
   if (!log) {
     log = new RankLog;
     log->device = device;
+    log->buf.reserve(kFlushBytes + (64 << 10));
     r.logs[device].store(log, std::memory_order_release);
   }
   return log;
@@ -278,56 +267,97 @@ void JsonEscape(const char* s, std::string& out) {
   }
 }
 
-Line::Line(int device, const char* op) : device_(device), op_(op), body_(&t_body) { body_->clear(); }
+Line::Line(int device, const char* op) : device_(device), op_(op), body_(&t_body), len_(0) {
+  if (body_->size() < 1024) body_->resize(1024);
+}
+
+char* Line::Reserve(size_t n) {
+  if (len_ + n > body_->size()) body_->resize(2 * (len_ + n));
+  return &(*body_)[len_];
+}
+
+void Line::Put(const char* s, size_t n) {
+  memcpy(Reserve(n), s, n);
+  len_ += n;
+}
+
+void Line::Key(const char* key) {
+  size_t k = strlen(key);
+  char* p = Reserve(k + 4);
+  p[0] = ',';
+  p[1] = '"';
+  memcpy(p + 2, key, k);
+  p[k + 2] = '"';
+  p[k + 3] = ':';
+  len_ += k + 4;
+}
 
 Line& Line::Str(const char* key, const char* value) {
-  AppendKey(*body_, key);
-  *body_ += '"';
-  JsonEscape(value, *body_);
-  *body_ += '"';
+  Key(key);
+  Put("\"", 1);
+  // Trace strings are names and ids: copy runs of plain characters, escape the rest.
+  const char* run = value;
+  for (const char* c = value;; ++c) {
+    unsigned char ch = (unsigned char)*c;
+    if (ch != 0 && ch >= 0x20 && ch != '"' && ch != '\\') continue;
+    Put(run, (size_t)(c - run));
+    if (ch == 0) break;
+    char esc[8];
+    int n = ch == '"' || ch == '\\' ? snprintf(esc, sizeof esc, "\\%c", ch) : snprintf(esc, sizeof esc, "\\u%04x", ch);
+    Put(esc, (size_t)n);
+    run = c + 1;
+  }
+  Put("\"", 1);
   return *this;
 }
 
 Line& Line::Int(const char* key, long long value) {
-  AppendKey(*body_, key);
-  AppendI64(*body_, value);
+  Key(key);
+  char* p = Reserve(24);
+  len_ += (size_t)(std::to_chars(p, p + 24, value).ptr - p);
   return *this;
 }
 
 Line& Line::U64(const char* key, unsigned long long value) {
-  AppendKey(*body_, key);
-  AppendU64(*body_, value);
+  Key(key);
+  char* p = Reserve(24);
+  len_ += (size_t)(std::to_chars(p, p + 24, value).ptr - p);
   return *this;
 }
 
 Line& Line::Num(const char* key, double value) {
-  AppendKey(*body_, key);
-  char tmp[32];
-  snprintf(tmp, sizeof tmp, "%.17g", value);
-  *body_ += tmp;
+  Key(key);
+  char* p = Reserve(32);
+  len_ += (size_t)(std::to_chars(p, p + 32, value).ptr - p);  // shortest round-trip form
   return *this;
 }
 
 Line& Line::Bool(const char* key, bool value) {
-  AppendKey(*body_, key);
-  *body_ += value ? "true" : "false";
+  Key(key);
+  if (value)
+    Put("true", 4);
+  else
+    Put("false", 5);
   return *this;
 }
 
 Line& Line::Dim(const char* key, unsigned x, unsigned y, unsigned z) {
-  AppendKey(*body_, key);
-  *body_ += '[';
-  AppendU64(*body_, x);
-  *body_ += ',';
-  AppendU64(*body_, y);
-  *body_ += ',';
-  AppendU64(*body_, z);
-  *body_ += ']';
+  Key(key);
+  char* p = Reserve(40);
+  char* e = p + 40;
+  *p++ = '[';
+  p = std::to_chars(p, e, x).ptr;
+  *p++ = ',';
+  p = std::to_chars(p, e, y).ptr;
+  *p++ = ',';
+  p = std::to_chars(p, e, z).ptr;
+  *p++ = ']';
+  len_ = (size_t)(p - body_->data());
   return *this;
 }
 
 Line& Line::Raw(const char* fragment, size_t len) {
-  body_->append(fragment, len);
+  Put(fragment, len);
   return *this;
 }
 
@@ -360,7 +390,7 @@ void Line::Commit() {
   AppendU64(b, (unsigned)slot->index);
   b += ",\"cpu_us\":";
   AppendUs(b, gap);
-  b += *body_;
+  b.append(body_->data(), len_);
   b += "}\n";
   ++log->ops;
   if (b.size() >= kFlushBytes) {

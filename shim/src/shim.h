@@ -79,9 +79,14 @@ class GPUSIM_EXPORT Line {
   void Commit();
 
  private:
+  char* Reserve(size_t n);  // room for n more bytes; returns the write position
+  void Put(const char* s, size_t n);
+  void Key(const char* key);
+
   int device_;
   const char* op_;
-  std::string* body_;
+  std::string* body_;  // thread-local scratch, used as a growable char buffer
+  size_t len_;
 };
 
 // Tells the recorder which trace rank the ops of `device` belong to (first call wins) and the
