@@ -43,7 +43,7 @@ struct RankLog {
   std::string buf;
   int fd = -1;
   uint64_t ops = 0;
-  std::unordered_map<uintptr_t, ThreadSlot*> threads;
+  std::unordered_map<uint64_t, ThreadSlot*> threads;  // thread number -> slot
 };
 
 struct Recorder {
@@ -63,7 +63,8 @@ Recorder& R() {
 }
 
 bool g_on = false;
-thread_local char t_key;  // its address identifies the thread
+std::atomic<uint64_t> g_threads{0};
+thread_local uint64_t t_id = 0;  // process-unique thread number (TLS addresses get reused)
 thread_local ThreadSlot* t_slot[kMaxDevices];
 thread_local std::string t_body;  // Line's scratch buffer
 
@@ -369,12 +370,13 @@ void Line::Commit() {
   std::lock_guard<std::mutex> lock(log->mu);
   ThreadSlot* slot = t_slot[dev];
   if (!slot) {
-    auto it = log->threads.find((uintptr_t)&t_key);
+    if (t_id == 0) t_id = g_threads.fetch_add(1) + 1;
+    auto it = log->threads.find(t_id);
     if (it == log->threads.end()) {
       slot = new ThreadSlot{(int)log->threads.size(), 0};
       // The first thread's first gap is the program's start-up time before its first op.
       slot->lastNs = slot->index == 0 ? R().startNs : now;
-      log->threads.emplace((uintptr_t)&t_key, slot);
+      log->threads.emplace(t_id, slot);
     } else {
       slot = it->second;
     }

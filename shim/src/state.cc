@@ -50,6 +50,14 @@ Config LoadConfig() {
     int v = atoi(n);
     if (v >= 1 && v <= kMaxDevices) c.devices = v;
   }
+  // Programs pinned to GPUs the usual way see only those (renumbered from 0).
+  if (const char* vis = getenv("CUDA_VISIBLE_DEVICES")) {
+    if (*vis) {
+      int n = 1;
+      for (const char* p = vis; *p; ++p) n += *p == ',';
+      if (n < c.devices) c.devices = n;
+    }
+  }
   return c;
 }
 

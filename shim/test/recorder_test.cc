@@ -1,0 +1,77 @@
+// The recorder inside one process (ctest runs this with GPUSIM_RECORD_DIR set): thread indices,
+// per-thread default streams, flushing on cudaDeviceReset, op fields.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "cuda_runtime.h"
+#include "trace-reader.h"
+
+using namespace shimtest;
+
+namespace {
+
+void k_stub() {}
+
+void Register() {
+  static bool done = [] {
+    static const unsigned long long fatbin[2] = {0, 0};
+    void** h = __cudaRegisterFatBinary((void*)fatbin);
+    __cudaRegisterFunction(h, (const char*)k_stub, (char*)"_Z6k_stubv", "_Z6k_stubv", -1, nullptr, nullptr, nullptr,
+                           nullptr, nullptr);
+    __cudaRegisterFatBinaryEnd(h);
+    return true;
+  }();
+  (void)done;
+}
+
+TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
+  const char* dir = getenv("GPUSIM_RECORD_DIR");
+  if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
+  Register();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  // Two host threads launch on device 0: one on the legacy stream, one on its per-thread stream.
+  std::thread a([] {
+    for (int i = 0; i < 3; ++i) cudaLaunchKernel((const void*)k_stub, dim3(1), dim3(32), nullptr, 0, 0);
+  });
+  a.join();
+  std::thread b([] {
+    for (int i = 0; i < 2; ++i)
+      cudaLaunchKernel((const void*)k_stub, dim3(2), dim3(64), nullptr, 0, cudaStreamPerThread);
+  });
+  b.join();
+  void* p;
+  ASSERT_EQ(cudaMalloc(&p, 4096), cudaSuccess);
+  ASSERT_EQ(cudaMemset(p, 0, 4096), cudaSuccess);
+  int host[4];
+  ASSERT_EQ(cudaMemcpy(host, p, sizeof host, cudaMemcpyDefault), cudaSuccess);
+  ASSERT_EQ(cudaFree(p), cudaSuccess);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // must flush: read the file while still running
+
+  auto ops = ReadRank(std::string(dir) + "/rank-0.jsonl");
+  auto kernels = Select(ops, "kernel");
+  ASSERT_EQ(kernels.size(), 5u);
+  EXPECT_EQ(kernels[0].Int("t"), 0) << "thread a issued the first op";
+  EXPECT_EQ(kernels[0].Int("stream"), 0);
+  EXPECT_EQ(kernels[3].Int("t"), 1) << "thread b is another thread, although a has exited";
+  EXPECT_GT(kernels[3].Int("stream"), 0) << "per-thread default stream has its own id";
+  auto ptds = Select(ops, "stream_create");
+  ASSERT_EQ(ptds.size(), 1u);
+  EXPECT_EQ(ptds[0].Int("stream"), kernels[3].Int("stream"));
+  auto mallocs = Select(ops, "malloc"), frees = Select(ops, "free");
+  ASSERT_EQ(mallocs.size(), 1u);
+  ASSERT_EQ(frees.size(), 1u);
+  EXPECT_EQ(mallocs[0].Int("bytes"), 4096);
+  EXPECT_EQ(mallocs[0].Int("t"), 2);
+  EXPECT_EQ(mallocs[0].Get("ptr"), frees[0].Get("ptr"));
+  auto copies = Select(ops, "memcpy");
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].Get("kind"), "d2h") << "cudaMemcpyDefault is resolved from the pointers";
+  EXPECT_EQ(copies[0].Get("async"), "false");
+  EXPECT_EQ(Select(ops, "memset").size(), 1u);
+  std::string m = ReadFile(std::string(dir) + "/manifest.json");
+  EXPECT_NE(m.find("\"rank\":0"), std::string::npos) << m;
+}
+
+}  // namespace
