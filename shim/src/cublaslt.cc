@@ -65,6 +65,20 @@ Layout* L(cublasLtMatrixLayout_t l) { return l && ((Layout*)l)->magic == kLayout
 Pref* P(cublasLtMatmulPreference_t p) { return p && ((Pref*)p)->magic == kPrefMagic ? (Pref*)p : nullptr; }
 
 // Copies a scalar attribute value after checking the caller passed exactly its size.
+// Reports a scalar attribute the way cuBLASLt does: sizeInBytes 0 asks for the size only.
+template <class T>
+cublasStatus_t Give(const T& field, void* buf, size_t size, size_t* written) {
+  if (size == 0) {
+    if (!written) return CUBLAS_STATUS_INVALID_VALUE;
+    *written = sizeof(T);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (!buf || size < sizeof(T)) return CUBLAS_STATUS_INVALID_VALUE;
+  memcpy(buf, &field, sizeof(T));
+  if (written) *written = sizeof(T);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 template <class T>
 bool Take(T* field, const void* buf, size_t size) {
   if (!buf || size != sizeof(T)) return false;
@@ -108,6 +122,29 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cud
   return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type,
+                                                uint64_t rows, uint64_t cols, int64_t ld) {
+  if (!matLayout || size < sizeof(cublasLtMatrixLayoutOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  new (matLayout) Layout{kLayoutMagic, (int32_t)type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr,
+                                                void* buf, size_t sizeInBytes, size_t* sizeWritten) {
+  Layout* l = L(matLayout);
+  if (!l) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+    case CUBLASLT_MATRIX_LAYOUT_TYPE: return Give(l->type, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_ORDER: return Give(l->order, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_ROWS: return Give(l->rows, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_COLS: return Give(l->cols, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_LD: return Give(l->ld, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: return Give(l->batch, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: return Give(l->stride, buf, sizeInBytes, sizeWritten);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
   if (!L(matLayout)) return CUBLAS_STATUS_INVALID_VALUE;
   ((Layout*)matLayout)->magic = 0;
@@ -140,6 +177,26 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublas
   new (o) Desc{kDescMagic, (int32_t)computeType, (int32_t)scaleType, CUBLAS_OP_N, CUBLAS_OP_N};
   *matmulDesc = o;
   return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size,
+                                              cublasComputeType_t computeType, cudaDataType scaleType) {
+  if (!matmulDesc || size < sizeof(cublasLtMatmulDescOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
+  new (matmulDesc) Desc{kDescMagic, (int32_t)computeType, (int32_t)scaleType, CUBLAS_OP_N, CUBLAS_OP_N};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr,
+                                              void* buf, size_t sizeInBytes, size_t* sizeWritten) {
+  Desc* d = D(matmulDesc);
+  if (!d) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE: return Give(d->compute, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_SCALE_TYPE: return Give(d->scale, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_TRANSA: return Give(d->transa, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return Give(d->transb, buf, sizeInBytes, sizeWritten);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {

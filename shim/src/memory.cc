@@ -234,6 +234,26 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) { return DeviceMalloc(devPtr,
 
 cudaError_t cudaFree(void* devPtr) { return DeviceFree(devPtr, true); }
 
+cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
+  if (!pitch) return Ret(cudaErrorInvalidValue);
+  *pitch = RoundUp(width ? width : 1, 512);  // every row starts on a 512-byte boundary
+  return DeviceMalloc(devPtr, *pitch * height, CurrentDevice(), true);
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation, unsigned int,
+                                 cudaStream_t stream) {
+  StreamRef s;
+  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
+  std::lock_guard<std::mutex> lock(M().mu);
+  return count && FindLocked(devPtr, count, nullptr) ? cudaSuccess : Ret(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemAdvise(const void* devPtr, size_t count, cudaMemoryAdvise advice, cudaMemLocation) {
+  if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy) return Ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(M().mu);
+  return count && FindLocked(devPtr, count, nullptr) ? cudaSuccess : Ret(cudaErrorInvalidValue);
+}
+
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   StreamRef s;
   if (!ResolveStream(hStream, &s)) return Ret(cudaErrorInvalidResourceHandle);

@@ -29,7 +29,7 @@ struct ncclComm {
   int nranks;
   int rank;
   int device;
-  unsigned long long seq;  // collectives issued so far (NCCL forbids concurrent use of a comm)
+  std::atomic<unsigned long long> seq;  // collectives issued so far
   int nextRedOp;
   std::set<int> redOps;  // live ncclRedOpCreatePreMulSum ops
   bool finalized;
@@ -85,12 +85,11 @@ const char* OpName(ncclRedOp_t op) {
 }
 
 ncclComm* NewComm(const ncclUniqueId& uid, int nranks, int rank, int device) {
-  ncclComm* c = new ncclComm;
+  ncclComm* c = new ncclComm();
   HashId(uid, c->id);
   c->nranks = nranks;
   c->rank = rank;
   c->device = device;
-  c->seq = 0;
   c->nextRedOp = ncclNumOps;
   c->finalized = false;
   {
@@ -194,7 +193,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
       case Coll::AllToAll: bytes = a.count * elt * (size_t)comm->nranks; break;
       default: bytes = a.count * elt; break;
     }
-    if (a.kind != Coll::Send && a.kind != Coll::Recv) seq = comm->seq++;
+    if (a.kind != Coll::Send && a.kind != Coll::Recv) seq = comm->seq.fetch_add(1, std::memory_order_relaxed);
   }
   if (!Recording()) return ncclSuccess;
   Line l(dev, "coll");
@@ -274,13 +273,41 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
 
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+  // Several ids only spread NCCL's bootstrap load; the first one names the communicator.
+  if (nId < 1 || !commIds) return Fail(ncclInvalidArgument, "no unique ids");
+  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+}
+
+static ncclResult_t Unsupported(const char* what) {
+  WarnOnce(what);
+  return Fail(ncclInvalidUsage, what);
+}
+
+ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
+  if (newcomm) *newcomm = nullptr;
+  return Unsupported("ncclCommShrink is not supported (returns ncclInvalidUsage)");
+}
+
+ncclResult_t ncclCommRevoke(ncclComm_t, int) {
+  return Unsupported("ncclCommRevoke is not supported (returns ncclInvalidUsage)");
+}
+
+ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  return Unsupported("ncclGather is not supported: the trace format has no gather (returns ncclInvalidUsage)");
+}
+
+ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  return Unsupported("ncclScatter is not supported: the trace format has no scatter (returns ncclInvalidUsage)");
+}
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int, int, ncclComm_t* newcomm, ncclConfig_t*) {
   // The new rank and size depend on every rank's color and key: that needs the cross-process
   // exchange the shim does not have yet (live mode).
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   if (newcomm) *newcomm = nullptr;
-  WarnOnce("ncclCommSplit is not supported (returns ncclInvalidUsage)");
-  return Fail(ncclInvalidUsage, "ncclCommSplit is not supported by the gpusim shim");
+  return Unsupported("ncclCommSplit is not supported (returns ncclInvalidUsage)");
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {

@@ -470,6 +470,19 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
                 false);
 }
 
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
+                                        cudaStream_t stream) {
+  return Launch(FindKernel(func), gridDim, blockDim, sharedMem, stream, false);
+}
+
+cudaError_t cudaFuncGetName(const char** name, const void* func) {
+  if (!name) return Ret(cudaErrorInvalidValue);
+  const Kernel* k = FindKernel(func);
+  if (!k) return Ret(cudaErrorInvalidDeviceFunction);
+  *name = k->mangled.c_str();
+  return cudaSuccess;
+}
+
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   if (!attr) return Ret(cudaErrorInvalidValue);
   if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);

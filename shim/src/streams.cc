@@ -24,8 +24,9 @@ struct Event {
   int device;
   unsigned long long id;
   unsigned flags;
-  bool recorded;
-  uint64_t ns;
+  // Written under the table's shared lock by cudaEventRecord, hence atomic.
+  std::atomic<bool> recorded;
+  std::atomic<uint64_t> ns;
 };
 
 struct Tables {
@@ -86,10 +87,8 @@ cudaError_t Record(cudaEvent_t event, cudaStream_t stream, bool ptsz) {
     std::shared_lock<std::shared_mutex> lock(T().mu);
     Event* e = FindEventLocked(event);
     if (!e) return Ret(cudaErrorInvalidResourceHandle);
-    // Fields are only written under the shared lock by the recording thread; racing records
-    // of one event are a program bug in CUDA too.
-    e->recorded = true;
-    e->ns = NowNs();
+    e->ns.store(NowNs(), std::memory_order_relaxed);
+    e->recorded.store(true, std::memory_order_release);
     id = e->id;
   }
   if (Recording()) Line(s.device, "event_record").U64("event", id).Int("stream", s.id).Commit();
@@ -293,12 +292,21 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
 cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { GPUSIM_UNSUPPORTED(cudaStreamBeginCapture); }
 cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) { GPUSIM_UNSUPPORTED(cudaStreamEndCapture); }
 
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
+  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
+  cudaStreamCaptureMode previous = current;
+  current = *mode;
+  *mode = previous;
+  return cudaSuccess;
+}
+
 // ---- events ----
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (!event || (flags & ~7u)) return Ret(cudaErrorInvalidValue);
   if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return Ret(cudaErrorInvalidValue);
-  Event* e = new Event{CurrentDevice(), T().nextEvent.fetch_add(1) + 1, flags, false, 0};
+  Event* e = new Event{CurrentDevice(), T().nextEvent.fetch_add(1) + 1, flags, {false}, {0}};
   {
     std::unique_lock<std::shared_mutex> lock(T().mu);
     T().events[e] = e;

@@ -74,7 +74,14 @@ TEST(Errors, LastErrorIsStickyUntilRead) {
   EXPECT_STREQ(cudaGetErrorName(cudaErrorNotReady), "cudaErrorNotReady");
 }
 
+extern "C" cudaError_t cudaIpcGetMemHandle(void* handle, void* devPtr);  // exported as a stub only
+
 TEST(Errors, UnsupportedCallsSayNotSupported) {
+  char handle[64];
+  EXPECT_EQ(cudaIpcGetMemHandle(handle, nullptr), cudaErrorNotSupported);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
+  ncclComm_t split = nullptr;
+  EXPECT_EQ(ncclCommSplit(nullptr, 0, 0, &split, nullptr), ncclInvalidArgument);
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaErrorNotSupported);
@@ -258,6 +265,7 @@ TEST(Nccl, InvalidArgumentsAndHandles) {
   EXPECT_EQ(ncclSend(buf, 16, ncclFloat, 4, c, 0), ncclInvalidArgument) << "peer out of range";
   EXPECT_EQ(ncclRecv(buf, 16, ncclFloat, -1, c, 0), ncclInvalidArgument);
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "GroupEnd without GroupStart";
+  EXPECT_EQ(ncclGather(buf, buf, 16, ncclFloat, 0, c, 0), ncclInvalidUsage) << "not supported";
   EXPECT_NE(std::string(ncclGetLastError(c)), "");
   ncclRedOp_t op;
   float scale = 0.5f;
@@ -361,6 +369,27 @@ TEST(CublasLt, HeuristicReturnsAnAlgorithm) {
   cublasLtMatrixLayoutDestroy(c);
   cublasLtMatmulDescDestroy(d);
   cublasLtMatmulPreferenceDestroy(p);
+  // Descriptors initialised in caller-owned storage behave like created ones.
+  cublasLtMatrixLayoutOpaque_t stackLayout;
+  ASSERT_EQ(cublasLtMatrixLayoutInit(&stackLayout, CUDA_R_16F, 64, 32, 64), CUBLAS_STATUS_SUCCESS);
+  int32_t batch = 4;
+  ASSERT_EQ(cublasLtMatrixLayoutSetAttribute(&stackLayout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch),
+            CUBLAS_STATUS_SUCCESS);
+  uint64_t rows = 0;
+  size_t written = 0;
+  ASSERT_EQ(cublasLtMatrixLayoutGetAttribute(&stackLayout, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows, &written),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(rows, 64u);
+  EXPECT_EQ(written, sizeof rows);
+  EXPECT_EQ(cublasLtMatrixLayoutSetAttribute(&stackLayout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 2),
+            CUBLAS_STATUS_INVALID_VALUE) << "wrong attribute size";
+  cublasLtMatmulDescOpaque_t stackDesc;
+  ASSERT_EQ(cublasLtMatmulDescInit(&stackDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  int32_t compute = 0;
+  ASSERT_EQ(cublasLtMatmulDescGetAttribute(&stackDesc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute,
+                                           &written),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(compute, CUBLAS_COMPUTE_32F);
   ASSERT_EQ(cublasLtDestroy(lt), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(cublasLtDestroy(lt), CUBLAS_STATUS_NOT_INITIALIZED);
 }
