@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +48,6 @@ struct RankLog {
 };
 
 struct Recorder {
-  bool on = false;
   std::string dir;
   int envRank = -1;
   int worldSize = 0;
@@ -239,9 +239,11 @@ __attribute__((constructor)) void InitRecorder() {
   if (const char* ws = getenv("GPUSIM_WORLD_SIZE")) r.worldSize = atoi(ws);
   const char* dir = getenv("GPUSIM_RECORD_DIR");
   if (!dir || !*dir) return;
-  r.dir = dir;
   mkdir(dir, 0755);  // the launcher creates it; a plain run may not have
-  r.on = g_on = true;
+  // Absolute, so a program that changes directory still writes where it was asked to.
+  char resolved[PATH_MAX];
+  r.dir = realpath(dir, resolved) ? resolved : dir;
+  g_on = true;
   atexit(AtExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
 }
