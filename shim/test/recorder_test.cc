@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "cuda_runtime.h"
 #include "trace-reader.h"
@@ -72,6 +74,47 @@ TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
   EXPECT_EQ(Select(ops, "memset").size(), 1u);
   std::string m = ReadFile(std::string(dir) + "/manifest.json");
   EXPECT_NE(m.find("\"rank\":0"), std::string::npos) << m;
+}
+
+}  // namespace
+
+namespace {
+
+// Several host threads hammer one device concurrently; every op must land exactly once, whole.
+TEST(Recorder, ConcurrentThreadsLoseNothing) {
+  const char* dir = getenv("GPUSIM_RECORD_DIR");
+  if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
+  Register();
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  const int kThreads = 4, kOps = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([] {
+      cudaSetDevice(1);
+      cudaStream_t s;
+      cudaEvent_t e;
+      cudaStreamCreate(&s);
+      cudaEventCreate(&e);
+      for (int i = 0; i < kOps; ++i) {
+        cudaLaunchKernel((const void*)k_stub, dim3(1), dim3(32), nullptr, 0, s);
+        cudaEventRecord(e, s);
+      }
+      cudaStreamDestroy(s);
+      cudaEventDestroy(e);
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  // Device 1 has no communicator and this process now uses two devices: rank 0 + 1.
+  auto ops = ReadRank(std::string(dir) + "/rank-1.jsonl");
+  EXPECT_EQ(Select(ops, "kernel").size(), (size_t)kThreads * kOps);
+  EXPECT_EQ(Select(ops, "event_record").size(), (size_t)kThreads * kOps);
+  std::set<long long> ts;
+  for (const Op& o : ops) {
+    ASSERT_EQ(o.line.front(), '{');
+    ASSERT_EQ(o.line.back(), '}');
+    ts.insert(o.Int("t"));
+  }
+  EXPECT_EQ(ts.size(), (size_t)kThreads);
 }
 
 }  // namespace
