@@ -49,6 +49,7 @@ TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
   int host[4];
   ASSERT_EQ(cudaMemcpy(host, p, sizeof host, cudaMemcpyDefault), cudaSuccess);
   ASSERT_EQ(cudaFree(p), cudaSuccess);
+  ASSERT_EQ(cudaProfilerStart(), cudaSuccess);
   ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // must flush: read the file while still running
 
   auto ops = ReadRank(std::string(dir) + "/rank-0.jsonl");
@@ -72,6 +73,10 @@ TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
   EXPECT_EQ(copies[0].Get("kind"), "d2h") << "cudaMemcpyDefault is resolved from the pointers";
   EXPECT_EQ(copies[0].Get("async"), "false");
   EXPECT_EQ(Select(ops, "memset").size(), 1u);
+  auto markers = Select(ops, "marker");
+  ASSERT_EQ(markers.size(), 1u);
+  EXPECT_EQ(markers[0].Get("name"), "cudaProfilerStart");
+  EXPECT_EQ(markers[0].Get("phase"), "instant");
   std::string m = ReadFile(std::string(dir) + "/manifest.json");
   EXPECT_NE(m.find("\"rank\":0"), std::string::npos) << m;
 }
