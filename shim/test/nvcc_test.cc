@@ -35,9 +35,9 @@ int Run(const std::string& cmd, std::string* out = nullptr) {
 }
 
 // Compiles shim/nvcc/NAME.cu; returns the executable path or "" (with a test failure).
-std::string Compile(const std::string& name) {
+std::string Compile(const std::string& name, const std::string& flags = "", const std::string& suffix = "") {
   mkdir(kWork.c_str(), 0755);
-  std::string exe = kWork + "/" + name;
+  std::string exe = kWork + "/" + name + suffix;
   std::string src = std::string(GPUSIM_SHIM_SOURCE_DIR) + "/nvcc/" + name + ".cu";
   // NCCL's header ships with some toolkits only; fall back to the shim's copy of the API.
   std::string ncclInc;
@@ -47,7 +47,7 @@ std::string Compile(const std::string& name) {
     Run("cp " + std::string(GPUSIM_SHIM_SOURCE_DIR) + "/include/nccl.h " + dir + "/");
     ncclInc = " -idirafter " + dir;
   }
-  std::string cmd = kNvcc + " -std=c++17 -cudart shared -arch=sm_90" + ncclInc + " -o " + exe + " " + src +
+  std::string cmd = kNvcc + " -std=c++17 -cudart shared -arch=sm_90 " + flags + ncclInc + " -o " + exe + " " + src +
                     " -L" + GPUSIM_SHIM_LIBDIR + " -lnccl";
   EXPECT_EQ(Run(cmd), 0) << cmd;
   return Exists(exe) ? exe : "";
@@ -80,6 +80,23 @@ TEST_F(Nvcc, TripleChevronKernels) {
   EXPECT_EQ(axpy[0].Int("stream"), 0);
   EXPECT_GT(scale[0].Int("stream"), 0);
   EXPECT_EQ(Select(ops, "memcpy").size(), 2u);
+}
+
+TEST_F(Nvcc, PerThreadDefaultStream) {
+  std::string exe = Compile("kernels", "--default-stream per-thread", "_ptds");
+  ASSERT_FALSE(exe.empty());
+  std::string dir = kWork + "/trace-ptds", out;
+  ASSERT_EQ(Launch("-- " + exe, dir, &out), 0) << out;
+  auto ops = ReadRank(dir + "/rank-0.jsonl");
+  auto axpy = Select(ops, "kernel", "mangled", "_Z4axpyfPKfPfi");
+  ASSERT_EQ(axpy.size(), 4u);
+  // <<<g, b>>> without a stream now means the thread's own default stream, declared first.
+  auto creates = Select(ops, "stream_create");
+  ASSERT_FALSE(creates.empty());
+  EXPECT_NE(axpy[0].Int("stream"), 0);
+  bool declared = false;
+  for (const Op& c : creates) declared |= c.Int("stream") == axpy[0].Int("stream");
+  EXPECT_TRUE(declared);
 }
 
 TEST_F(Nvcc, EightDevicesInOneProcess) {
