@@ -551,6 +551,20 @@ enum cudaMemoryAdvise {
   cudaMemAdviseUnsetAccessedBy = 6
 };
 
+enum cudaDeviceP2PAttr {
+  cudaDevP2PAttrPerformanceRank = 1,
+  cudaDevP2PAttrAccessSupported = 2,
+  cudaDevP2PAttrNativeAtomicSupported = 3,
+  cudaDevP2PAttrCudaArrayAccessSupported = 4,
+  cudaDevP2PAttrOnlyPartialNativeAtomicSupported = 5
+};
+
+enum cudaSharedMemConfig {
+  cudaSharedMemBankSizeDefault = 0,
+  cudaSharedMemBankSizeFourByte = 1,
+  cudaSharedMemBankSizeEightByte = 2
+};
+
 typedef void (*cudaHostFn_t)(void* userData);
 typedef void (*cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* userData);
 
@@ -579,6 +593,11 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit);
 cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig);
 cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* cacheConfig);
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop);
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId);
+cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice);
+cudaError_t cudaSetValidDevices(int* device_arr, int len);
+cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config);
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion);
 cudaError_t cudaDriverGetVersion(int* driverVersion);
 
@@ -599,6 +618,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority);
 cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags);
 cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device);
+cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId);
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length, unsigned int flags);
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
                                   unsigned int flags);
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
@@ -644,7 +665,17 @@ cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count
                                enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol);
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol);
 cudaError_t cudaMemset(void* devPtr, int value, size_t count);
+cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height);
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream);
+cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost);
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream);
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr);
 /* Placement hints: accepted and ignored (there is no page migration to model yet). */
@@ -660,6 +691,10 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                         cudaStream_t stream);
 cudaError_t cudaFuncGetName(const char** name, const void* func);
+cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig config);
+cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr);
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func, int numBlocks,
+                                                      int blockSize);
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func);
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value);
 cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig);

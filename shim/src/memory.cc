@@ -415,6 +415,46 @@ static cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spit
   return cudaSuccess;
 }
 
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream) {
+  if (width > pitch) return Ret(cudaErrorInvalidPitchValue);
+  StreamRef s;
+  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
+  if (width == 0 || height == 0) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(M().mu);
+    const Alloc* a = FindLocked(devPtr, pitch * (height - 1) + width, nullptr);
+    if (!a) return Ret(cudaErrorInvalidValue);
+    if (a->backed)
+      for (size_t row = 0; row < height; ++row) memset((char*)devPtr + row * pitch, value, width);
+  }
+  if (Recording()) Line(s.device, "memset").U64("bytes", width * height).Int("stream", s.id).Bool("async", true).Commit();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  return cudaMemset2DAsync(devPtr, pitch, value, width, height, nullptr);
+}
+
+cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
+  if (!pFlags) return Ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(M().mu);
+  const Alloc* a = FindLocked(pHost, 1, nullptr);
+  if (!a || (a->kind != Kind::Host && a->kind != Kind::Registered)) return Ret(cudaErrorInvalidValue);
+  *pFlags = cudaHostAllocMapped;  // unified addressing maps all pinned memory
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t, unsigned int flags) {
+  StreamRef s;
+  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+    return Ret(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(M().mu);
+  const Alloc* a = FindLocked(devPtr, 1, nullptr);
+  return a && a->kind == Kind::Managed ? cudaSuccess : Ret(cudaErrorInvalidValue);
+}
+
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                          cudaMemcpyKind kind) {
   return Copy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false);

@@ -83,4 +83,31 @@ cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, cudaStreamCaptureSta
   return cudaStreamIsCapturing(PerThread(stream), status);
 }
 
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count, size_t offset,
+                                         cudaMemcpyKind kind, cudaStream_t stream) {
+  return cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, PerThread(stream));
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count, size_t offset,
+                                           cudaMemcpyKind kind, cudaStream_t stream) {
+  return cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, PerThread(stream));
+}
+
+cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                                   cudaStream_t stream) {
+  return cudaMemset2DAsync(devPtr, pitch, value, width, height, PerThread(stream));
+}
+
+cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  return cudaMemset2DAsync(devPtr, pitch, value, width, height, cudaStreamPerThread);
+}
+
+cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length, unsigned int flags) {
+  return cudaStreamAttachMemAsync(PerThread(stream), devPtr, length, flags);
+}
+
+cudaError_t cudaStreamGetId_ptsz(cudaStream_t stream, unsigned long long* streamId) {
+  return cudaStreamGetId(PerThread(stream), streamId);
+}
+
 }  // extern "C"

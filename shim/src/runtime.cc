@@ -247,6 +247,48 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   return cudaSuccess;
 }
 
+cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp* prop) {
+  if (!device || !prop) return Ret(cudaErrorInvalidValue);
+  *device = 0;  // every emulated device is the same GPU
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
+  if (!device || !pciBusId) return Ret(cudaErrorInvalidValue);
+  unsigned domain = 0, bus = 0, dev = 0;
+  if (sscanf(pciBusId, "%x:%x:%x", &domain, &bus, &dev) != 3 && sscanf(pciBusId, "%x:%x", &bus, &dev) != 2)
+    return Ret(cudaErrorInvalidValue);
+  for (int d = 0; d < DeviceCount(); ++d)
+    if (bus == (unsigned)(0x18 + d * 0x10)) {
+      *device = d;
+      return cudaSuccess;
+    }
+  return Ret(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaDeviceGetP2PAttribute(int* value, cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  if (!value) return Ret(cudaErrorInvalidValue);
+  if (!DeviceValid(srcDevice) || !DeviceValid(dstDevice) || srcDevice == dstDevice) return Ret(cudaErrorInvalidDevice);
+  switch (attr) {
+    case cudaDevP2PAttrPerformanceRank: *value = 0; break;  // NVLink: every pair equally good
+    case cudaDevP2PAttrAccessSupported:
+    case cudaDevP2PAttrNativeAtomicSupported:
+    case cudaDevP2PAttrCudaArrayAccessSupported: *value = 1; break;
+    case cudaDevP2PAttrOnlyPartialNativeAtomicSupported: *value = 0; break;
+    default: return Ret(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetValidDevices(int* deviceArr, int len) {
+  if (len < 0 || (len > 0 && !deviceArr)) return Ret(cudaErrorInvalidValue);
+  for (int i = 0; i < len; ++i)
+    if (!DeviceValid(deviceArr[i])) return Ret(cudaErrorInvalidDevice);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }  // deprecated no-op in CUDA too
+
 cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
 
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
@@ -511,6 +553,29 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
   return cudaSuccess;
 }
 
+cudaError_t cudaFuncSetSharedMemConfig(const void* func, cudaSharedMemConfig) {
+  return FindKernel(func) ? cudaSuccess : Ret(cudaErrorInvalidDeviceFunction);
+}
+
+cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr) {
+  return __cudaGetKernel(kernelPtr, entryFuncAddr);
+}
+
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func, int numBlocks,
+                                                      int blockSize) {
+  if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return Ret(cudaErrorInvalidValue);
+  if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
+  const GpuConfig& g = Gpu();
+  if (numBlocks > g.maxBlocksPerSm || numBlocks * blockSize > g.maxThreadsPerSm) {
+    *dynamicSmemSize = 0;
+    return cudaSuccess;
+  }
+  size_t perBlock = (size_t)g.smemPerSmBytes / (size_t)numBlocks;
+  perBlock = perBlock > 1024 ? perBlock - 1024 : 0;  // the driver reserves 1 KiB per block
+  *dynamicSmemSize = perBlock < (size_t)g.smemOptinBytes ? perBlock : (size_t)g.smemOptinBytes;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache) {
   return FindKernel(func) ? cudaSuccess : Ret(cudaErrorInvalidDeviceFunction);
 }
@@ -553,6 +618,43 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
   memcpy(dst, (const char*)it->second.storage + offset, count);
   return cudaSuccess;
 }
+
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
+                                    cudaMemcpyKind kind, cudaStream_t stream) {
+  StreamRef s;
+  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
+  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
+  StreamRef s;
+  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
+  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+}
+
+cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  if (!devPtr) return Ret(cudaErrorInvalidValue);
+  Registry& r = Reg();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.vars.find(symbol);
+  if (it == r.vars.end()) return Ret(cudaErrorInvalidSymbol);
+  *devPtr = it->second.storage;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  if (!size) return Ret(cudaErrorInvalidValue);
+  Registry& r = Reg();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.vars.find(symbol);
+  if (it == r.vars.end()) return Ret(cudaErrorInvalidSymbol);
+  *size = it->second.size;
+  return cudaSuccess;
+}
+
+// nvcc registers __host__ __device__ variables with this; nothing to emulate.
+void __cudaRegisterHostVar() {}
 
 // ---- graphs: no emulation yet ----
 

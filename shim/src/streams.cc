@@ -263,6 +263,14 @@ cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) {
+  if (!streamId) return Ret(cudaErrorInvalidValue);
+  StreamRef r;
+  if (!ResolveStream(hStream, &r)) return Ret(cudaErrorInvalidResourceHandle);
+  *streamId = (unsigned long long)r.device << 32 | (unsigned)r.id;  // unique in the process
+  return cudaSuccess;
+}
+
 // Host callbacks run at once on the calling thread: in emulation the stream is always idle.
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   StreamRef r;
