@@ -89,6 +89,50 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long int strideA, const float* B, int ldb, long long int strideB,
                                          const float* beta, float* C, int ldc, long long int strideC,
                                          int batchCount);
+cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int m, int n, int k, const __half* alpha, const __half* A, int lda,
+                                         long long int strideA, const __half* B, int ldb, long long int strideB,
+                                         const __half* beta, __half* C, int ldc, long long int strideC,
+                                         int batchCount);
+cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const float* alpha, const float* const Aarray[], int lda,
+                                  const float* const Barray[], int ldb, const float* beta, float* const Carray[],
+                                  int ldc, int batchCount);
+cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const __half* alpha, const __half* const Aarray[], int lda,
+                                  const __half* const Barray[], int ldb, const __half* beta, __half* const Carray[],
+                                  int ldc, int batchCount);
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                   int n, int k, const void* alpha, const void* const Aarray[], cudaDataType Atype,
+                                   int lda, const void* const Barray[], cudaDataType Btype, int ldb, const void* beta,
+                                   void* const Carray[], cudaDataType Ctype, int ldc, int batchCount,
+                                   cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+
+/* 64-bit size variants */
+cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                                 int64_t n, int64_t k, const float* alpha, const float* A, int64_t lda, const float* B,
+                                 int64_t ldb, const float* beta, float* C, int64_t ldc);
+cublasStatus_t cublasHgemm_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                              int64_t n, int64_t k, const __half* alpha, const __half* A, int64_t lda, const __half* B,
+                              int64_t ldb, const __half* beta, __half* C, int64_t ldc);
+cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                               int64_t n, int64_t k, const void* alpha, const void* A, cudaDataType Atype, int64_t lda,
+                               const void* B, cudaDataType Btype, int64_t ldb, const void* beta, void* C,
+                               cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType,
+                               cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                                             cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                             const void* alpha, const void* A, cudaDataType Atype, int64_t lda,
+                                             long long int strideA, const void* B, cudaDataType Btype, int64_t ldb,
+                                             long long int strideB, const void* beta, void* C, cudaDataType Ctype,
+                                             int64_t ldc, long long int strideC, int64_t batchCount,
+                                             cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int64_t m, int64_t n, int64_t k, const void* alpha, const void* const Aarray[],
+                                      cudaDataType Atype, int64_t lda, const void* const Barray[], cudaDataType Btype,
+                                      int64_t ldb, const void* beta, void* const Carray[], cudaDataType Ctype,
+                                      int64_t ldc, int64_t batchCount, cublasComputeType_t computeType,
+                                      cublasGemmAlgo_t algo);
 
 #ifdef __cplusplus
 }

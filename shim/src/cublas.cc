@@ -29,12 +29,13 @@ bool Live(cublasContext* h) {
   return h && Handles().count(h);
 }
 
-cublasStatus_t Gemm(cublasHandle_t h, const char* name, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                    int k, int lda, int ldb, int ldc, long long batch, cudaDataType atype) {
+cublasStatus_t Gemm(cublasHandle_t h, const char* name, cublasOperation_t ta, cublasOperation_t tb, long long m,
+                    long long n, long long k, long long lda, long long ldb, long long ldc, long long batch,
+                    cudaDataType atype) {
   if (!Live(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if ((unsigned)ta > CUBLAS_OP_C || (unsigned)tb > CUBLAS_OP_C) return CUBLAS_STATUS_INVALID_VALUE;
   if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  int rowsA = ta == CUBLAS_OP_N ? m : k, rowsB = tb == CUBLAS_OP_N ? k : n;
+  long long rowsA = ta == CUBLAS_OP_N ? m : k, rowsB = tb == CUBLAS_OP_N ? k : n;
   if (lda < (rowsA > 1 ? rowsA : 1) || ldb < (rowsB > 1 ? rowsB : 1) || ldc < (m > 1 ? m : 1))
     return CUBLAS_STATUS_INVALID_VALUE;
   int elt;
@@ -162,6 +163,68 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          const float*, int ldb, long long int, const float*, float*, int ldc,
                                          long long int, int batchCount) {
   return Gemm(handle, "cublasSgemmStridedBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_32F);
+}
+
+cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int m, int n, int k, const __half*, const __half*, int lda, long long int,
+                                         const __half*, int ldb, long long int, const __half*, __half*, int ldc,
+                                         long long int, int batchCount) {
+  return Gemm(handle, "cublasHgemmStridedBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F);
+}
+
+cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const float*, const float* const[], int lda, const float* const[],
+                                  int ldb, const float*, float* const[], int ldc, int batchCount) {
+  return Gemm(handle, "cublasSgemmBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_32F);
+}
+
+cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const __half*, const __half* const[], int lda, const __half* const[],
+                                  int ldb, const __half*, __half* const[], int ldc, int batchCount) {
+  return Gemm(handle, "cublasHgemmBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F);
+}
+
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                   int n, int k, const void*, const void* const[], cudaDataType Atype, int lda,
+                                   const void* const[], cudaDataType, int ldb, const void*, void* const[], cudaDataType,
+                                   int ldc, int batchCount, cublasComputeType_t, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+}
+
+cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                                 int64_t n, int64_t k, const float*, const float*, int64_t lda, const float*,
+                                 int64_t ldb, const float*, float*, int64_t ldc) {
+  return Gemm(handle, "cublasSgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_32F);
+}
+
+cublasStatus_t cublasHgemm_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                              int64_t n, int64_t k, const __half*, const __half*, int64_t lda, const __half*,
+                              int64_t ldb, const __half*, __half*, int64_t ldc) {
+  return Gemm(handle, "cublasHgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_16F);
+}
+
+cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
+                               int64_t n, int64_t k, const void*, const void*, cudaDataType Atype, int64_t lda,
+                               const void*, cudaDataType, int64_t ldb, const void*, void*, cudaDataType, int64_t ldc,
+                               cublasComputeType_t, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                                             cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void*,
+                                             const void*, cudaDataType Atype, int64_t lda, long long int, const void*,
+                                             cudaDataType, int64_t ldb, long long int, const void*, void*,
+                                             cudaDataType, int64_t ldc, long long int, int64_t batchCount,
+                                             cublasComputeType_t, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+}
+
+cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int64_t m, int64_t n, int64_t k, const void*, const void* const[],
+                                      cudaDataType Atype, int64_t lda, const void* const[], cudaDataType, int64_t ldb,
+                                      const void*, void* const[], cudaDataType, int64_t ldc, int64_t batchCount,
+                                      cublasComputeType_t, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
 }
 
 }  // extern "C"

@@ -302,6 +302,20 @@ ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclCo
   return Unsupported("ncclScatter is not supported: the trace format has no scatter (returns ncclInvalidUsage)");
 }
 
+// Symmetric-memory windows, the device API and the group simulator: exported so programs load,
+// not emulated. Arguments are ignored, so these are defined without parameters.
+#define GPUSIM_NCCL_STUB(fn) \
+  ncclResult_t fn() { return Unsupported(#fn " is not supported (returns ncclInvalidUsage)"); }
+GPUSIM_NCCL_STUB(ncclCommWindowRegister)
+GPUSIM_NCCL_STUB(ncclCommWindowDeregister)
+GPUSIM_NCCL_STUB(ncclGroupSimulateEnd)
+GPUSIM_NCCL_STUB(ncclDevCommCreate)
+GPUSIM_NCCL_STUB(ncclDevCommDestroy)
+GPUSIM_NCCL_STUB(ncclGinBarrierCreateRequirement)
+GPUSIM_NCCL_STUB(ncclLsaBarrierCreateRequirement)
+GPUSIM_NCCL_STUB(ncclLLA2ACreateRequirement)
+#undef GPUSIM_NCCL_STUB
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int, int, ncclComm_t* newcomm, ncclConfig_t*) {
   // The new rank and size depend on every rank's color and key: that needs the cross-process
   // exchange the shim does not have yet (live mode).

@@ -339,6 +339,28 @@ TEST(Cublas, HandlesAndArguments) {
   cudaFree(c);
 }
 
+// Exported by the shim only as a not-supported stub (not declared in our headers).
+extern "C" cublasStatus_t cublasSgemv_v2(cublasHandle_t, cublasOperation_t, int, int, const float*, const float*, int,
+                                         const float*, int, const float*, float*, int);
+
+TEST(Cublas, BatchedAnd64BitGemmsAndStubs) {
+  cublasHandle_t h;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  float one = 1;
+  const void* arr[2] = {nullptr, nullptr};
+  void* out[2] = {nullptr, nullptr};
+  EXPECT_EQ(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, arr, CUDA_R_16BF, 16, arr, CUDA_R_16BF,
+                                16, &one, out, CUDA_R_16BF, 16, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasGemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1ll << 33, 16, 16, &one, nullptr, CUDA_R_16F, 1ll << 33,
+                            nullptr, CUDA_R_16F, 16, &one, nullptr, CUDA_R_16F, 1ll << 33, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS) << "sizes beyond 32 bits";
+  EXPECT_EQ(cublasSgemv_v2(h, CUBLAS_OP_N, 4, 4, &one, nullptr, 4, nullptr, 1, &one, nullptr, 1),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasDestroy(h);
+}
+
 TEST(CublasLt, HeuristicReturnsAnAlgorithm) {
   cublasLtHandle_t lt;
   ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
