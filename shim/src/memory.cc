@@ -120,6 +120,7 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
   if (count == 0) return cudaSuccess;
   if (!dst || !src) return Ret(cudaErrorInvalidValue);
   const char* kindName;
+  bool pageable;  // a host end is ordinary (unpinned) memory
   {
     std::lock_guard<std::mutex> lock(M().mu);
     bool oob = false;
@@ -131,6 +132,7 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
     bool dstSaysDev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     if ((srcSaysDev && !r.alloc) || (dstSaysDev && !d.alloc)) return Ret(cudaErrorInvalidValue);
     if (d.accessible && r.accessible) memmove(dst, src, count);
+    pageable = (!r.alloc && d.device) || (!d.alloc && r.device);
     if (r.device && d.device && r.dev != d.dev)
       kindName = "p2p";
     else if (kind == cudaMemcpyDefault)
@@ -138,8 +140,14 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
     else
       kindName = KindName(srcSaysDev, dstSaysDev);
   }
-  if (Recording())
-    Line(s.device, "memcpy").Str("kind", kindName).U64("bytes", count).Int("stream", s.id).Bool("async", async).Commit();
+  if (Recording()) {
+    // Copies between the device and pageable memory return only once the host buffer has been
+    // consumed or filled, even through cudaMemcpyAsync: for the host they are synchronous.
+    Line l(s.device, "memcpy");
+    l.Str("kind", kindName).U64("bytes", count).Int("stream", s.id).Bool("async", async && !pageable);
+    if (pageable) l.Bool("pageable", true);
+    l.Commit();
+  }
   return cudaSuccess;
 }
 

@@ -48,6 +48,11 @@ TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
   ASSERT_EQ(cudaMemset(p, 0, 4096), cudaSuccess);
   int host[4];
   ASSERT_EQ(cudaMemcpy(host, p, sizeof host, cudaMemcpyDefault), cudaSuccess);
+  int* pinned;
+  ASSERT_EQ(cudaMallocHost((void**)&pinned, sizeof host), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, p, sizeof host, cudaMemcpyDeviceToHost, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(host, p, sizeof host, cudaMemcpyDeviceToHost, 0), cudaSuccess);
+  ASSERT_EQ(cudaFreeHost(pinned), cudaSuccess);
   ASSERT_EQ(cudaFree(p), cudaSuccess);
   ASSERT_EQ(cudaProfilerStart(), cudaSuccess);
   ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // must flush: read the file while still running
@@ -69,9 +74,13 @@ TEST(Recorder, ThreadsStreamsAndFlushOnReset) {
   EXPECT_EQ(mallocs[0].Int("t"), 2);
   EXPECT_EQ(mallocs[0].Get("ptr"), frees[0].Get("ptr"));
   auto copies = Select(ops, "memcpy");
-  ASSERT_EQ(copies.size(), 1u);
+  ASSERT_EQ(copies.size(), 3u);
   EXPECT_EQ(copies[0].Get("kind"), "d2h") << "cudaMemcpyDefault is resolved from the pointers";
   EXPECT_EQ(copies[0].Get("async"), "false");
+  EXPECT_EQ(copies[1].Get("async"), "true") << "into pinned memory";
+  EXPECT_FALSE(copies[1].Has("pageable"));
+  EXPECT_EQ(copies[2].Get("async"), "false") << "into pageable memory the host waits";
+  EXPECT_EQ(copies[2].Get("pageable"), "true");
   EXPECT_EQ(Select(ops, "memset").size(), 1u);
   auto markers = Select(ops, "marker");
   ASSERT_EQ(markers.size(), 1u);
