@@ -50,6 +50,7 @@ struct RankLog {
 struct Recorder {
   std::string dir;
   int envRank = -1;
+  bool rankFromEnv = false;  // GPUSIM_RANK_SOURCE=env: communicators do not decide the rank
   int worldSize = 0;
   uint64_t startNs = 0;
   std::mutex mu;  // creation of logs, binding, manifest
@@ -237,6 +238,7 @@ __attribute__((constructor)) void InitRecorder() {
   r.startNs = NowNs();
   if (const char* rank = getenv("GPUSIM_RANK")) r.envRank = atoi(rank);
   if (const char* ws = getenv("GPUSIM_WORLD_SIZE")) r.worldSize = atoi(ws);
+  if (const char* src = getenv("GPUSIM_RANK_SOURCE")) r.rankFromEnv = strcmp(src, "env") == 0 && r.envRank >= 0;
   const char* dir = getenv("GPUSIM_RECORD_DIR");
   if (!dir || !*dir) return;
   mkdir(dir, 0755);  // the launcher creates it; a plain run may not have
@@ -409,7 +411,7 @@ void BindRank(int device, int rank, int worldSize) {
   RankLog* log = GetLog(device);
   std::lock_guard<std::mutex> rlock(r.mu);
   std::lock_guard<std::mutex> lock(log->mu);
-  if (log->rank < 0 && !RankTaken(rank, log)) log->rank = rank;
+  if (log->rank < 0 && !r.rankFromEnv && !RankTaken(rank, log)) log->rank = rank;
   if (worldSize > r.worldSize) r.worldSize = worldSize;
 }
 
