@@ -52,17 +52,16 @@ int main(int argc, char** argv) {
   void* buf;
   ncclUniqueId id;
   if (__cudaGetKernel(&k, (const void*)kernel_stub) || cudaStreamCreate(&s) || cudaEventCreate(&e) ||
-      cudaMalloc(&buf, 1 << 20) || ncclGetUniqueId(&id) || ncclCommInitRank(&comm, 1, id, 0) ||
-      cublasCreate(&blas) || cublasSetStream(blas, s)) {
+      cudaMalloc(&buf, 1 << 20) || ncclGetUniqueId(&id) || ncclCommInitRank(&comm, 1, id, 0) || cublasCreate(&blas) ||
+      cublasSetStream(blas, s)) {
     fprintf(stderr, "setup failed\n");
     return 1;
   }
   const char* dir = getenv("GPUSIM_RECORD_DIR");
   printf("recording %s (%ld calls each)\n", dir ? "on" : "off", iters);
 
-  Report("cudaLaunchKernel", NsPerCall(iters, [&] {
-           cudaLaunchKernel((const void*)kernel_stub, dim3(128), dim3(256), nullptr, 0, s);
-         }));
+  Report("cudaLaunchKernel",
+         NsPerCall(iters, [&] { cudaLaunchKernel((const void*)kernel_stub, dim3(128), dim3(256), nullptr, 0, s); }));
   Report("push config + __cudaLaunchKernel", NsPerCall(iters, [&] {
            __cudaPushCallConfiguration(dim3(128), dim3(256), 0, s);
            dim3 g, b;
@@ -74,14 +73,13 @@ int main(int argc, char** argv) {
   Report("cudaEventRecord", NsPerCall(iters, [&] { cudaEventRecord(e, s); }));
   Report("cudaStreamWaitEvent", NsPerCall(iters, [&] { cudaStreamWaitEvent(s, e, 0); }));
   Report("cudaStreamQuery", NsPerCall(iters, [&] { cudaStreamQuery(s); }));
-  Report("cudaMemcpyAsync d2d 256 B", NsPerCall(iters, [&] {
-           cudaMemcpyAsync(buf, (char*)buf + 4096, 256, cudaMemcpyDeviceToDevice, s);
-         }));
+  Report("cudaMemcpyAsync d2d 256 B",
+         NsPerCall(iters, [&] { cudaMemcpyAsync(buf, (char*)buf + 4096, 256, cudaMemcpyDeviceToDevice, s); }));
   Report("ncclAllReduce", NsPerCall(iters, [&] { ncclAllReduce(buf, buf, 1024, ncclFloat, ncclSum, comm, s); }));
   float one = 1, zero = 0;
   Report("cublasSgemm", NsPerCall(iters, [&] {
-           cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 512, 512, 512, &one, (float*)buf, 512, (float*)buf, 512,
-                       &zero, (float*)buf, 512);
+           cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 512, 512, 512, &one, (float*)buf, 512, (float*)buf, 512, &zero,
+                       (float*)buf, 512);
          }));
   Report("cudaGetDevice (no recording path)", NsPerCall(iters, [&] {
            int d;

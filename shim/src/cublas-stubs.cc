@@ -9,10 +9,10 @@ namespace {
 constexpr int kNotSupported = 15;  // CUBLAS_STATUS_NOT_SUPPORTED
 }
 
-#define GPUSIM_STATUS_STUB(fn)                                                          \
-  extern "C" int fn() {                                                                 \
-    gpusim::WarnOnce(#fn " is not supported (returns CUBLAS_STATUS_NOT_SUPPORTED)");    \
-    return kNotSupported;                                                               \
+#define GPUSIM_STATUS_STUB(fn)                                                       \
+  extern "C" int fn() {                                                              \
+    gpusim::WarnOnce(#fn " is not supported (returns CUBLAS_STATUS_NOT_SUPPORTED)"); \
+    return kNotSupported;                                                            \
   }
 #define GPUSIM_VOID_STUB(fn) \
   extern "C" void fn() { gpusim::WarnOnce(#fn " (legacy cuBLAS API) is not supported"); }

@@ -138,22 +138,21 @@ cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
 }
 
 cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                           int k, const __half*, const __half*, int lda, const __half*, int ldb, const __half*,
-                           __half*, int ldc) {
+                           int k, const __half*, const __half*, int lda, const __half*, int ldb, const __half*, __half*,
+                           int ldc) {
   return Gemm(handle, "cublasHgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_16F);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                             int k, const void*, const void*, cudaDataType Atype, int lda, const void*, cudaDataType,
-                            int ldb, const void*, void*, cudaDataType, int ldc, cublasComputeType_t,
-                            cublasGemmAlgo_t) {
+                            int ldb, const void*, void*, cudaDataType, int ldc, cublasComputeType_t, cublasGemmAlgo_t) {
   return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                           int m, int n, int k, const void*, const void*, cudaDataType Atype, int lda,
-                                          long long int, const void*, cudaDataType, int ldb, long long int,
-                                          const void*, void*, cudaDataType, int ldc, long long int, int batchCount,
+                                          long long int, const void*, cudaDataType, int ldb, long long int, const void*,
+                                          void*, cudaDataType, int ldc, long long int, int batchCount,
                                           cublasComputeType_t, cublasGemmAlgo_t) {
   return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
 }
@@ -210,12 +209,11 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, 
   return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype);
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
-                                             cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void*,
-                                             const void*, cudaDataType Atype, int64_t lda, long long int, const void*,
-                                             cudaDataType, int64_t ldb, long long int, const void*, void*,
-                                             cudaDataType, int64_t ldc, long long int, int64_t batchCount,
-                                             cublasComputeType_t, cublasGemmAlgo_t) {
+cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                             int64_t m, int64_t n, int64_t k, const void*, const void*,
+                                             cudaDataType Atype, int64_t lda, long long int, const void*, cudaDataType,
+                                             int64_t ldb, long long int, const void*, void*, cudaDataType, int64_t ldc,
+                                             long long int, int64_t batchCount, cublasComputeType_t, cublasGemmAlgo_t) {
   return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
 }
 

@@ -123,7 +123,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cud
 }
 
 cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type,
-                                                uint64_t rows, uint64_t cols, int64_t ld) {
+                                                 uint64_t rows, uint64_t cols, int64_t ld) {
   if (!matLayout || size < sizeof(cublasLtMatrixLayoutOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
   new (matLayout) Layout{kLayoutMagic, (int32_t)type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0};
   return CUBLAS_STATUS_SUCCESS;
@@ -180,7 +180,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublas
 }
 
 cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size,
-                                              cublasComputeType_t computeType, cudaDataType scaleType) {
+                                               cublasComputeType_t computeType, cudaDataType scaleType) {
   if (!matmulDesc || size < sizeof(cublasLtMatmulDescOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
   new (matmulDesc) Desc{kDescMagic, (int32_t)computeType, (int32_t)scaleType, CUBLAS_OP_N, CUBLAS_OP_N};
   return CUBLAS_STATUS_SUCCESS;
@@ -288,8 +288,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
   if (!dtype) return CUBLAS_STATUS_NOT_SUPPORTED;
   StreamRef s;
   if (!ResolveStream(stream, &s)) return CUBLAS_STATUS_EXECUTION_FAILED;
-  RecordGemm(s, "cublasLtMatmul", (long long)m, (long long)n, (long long)k, out->batch > 0 ? out->batch : 1, dtype,
-             elt, ta, tb);
+  RecordGemm(s, "cublasLtMatmul", (long long)m, (long long)n, (long long)k, out->batch > 0 ? out->batch : 1, dtype, elt,
+             ta, tb);
   return CUBLAS_STATUS_SUCCESS;
 }
 

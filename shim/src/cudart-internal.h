@@ -16,10 +16,10 @@ void SetCurrentDevice(int device);
 
 }  // namespace gpusim
 
-#define GPUSIM_UNSUPPORTED(fn)                                   \
-  do {                                                           \
+#define GPUSIM_UNSUPPORTED(fn)                                                 \
+  do {                                                                         \
     gpusim::WarnOnce(#fn " is not supported (returns cudaErrorNotSupported)"); \
-    return gpusim::Ret(cudaErrorNotSupported);                   \
+    return gpusim::Ret(cudaErrorNotSupported);                                 \
   } while (0)
 
 #endif

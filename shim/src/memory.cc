@@ -248,8 +248,7 @@ cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t h
   return DeviceMalloc(devPtr, *pitch * height, CurrentDevice(), true);
 }
 
-cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation, unsigned int,
-                                 cudaStream_t stream) {
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation, unsigned int, cudaStream_t stream) {
   StreamRef s;
   if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(M().mu);
@@ -377,8 +376,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   return Copy(dst, src, count, kind, stream, true, false);
 }
 
-cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                                 cudaStream_t stream) {
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   return Copy(dst, src, count, kind, stream, true, true);
 }
 
@@ -408,7 +406,8 @@ static cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spit
     End r = Classify(src, sspan, &oob);
     if (oob) return Ret(cudaErrorInvalidValue);
     if (d.accessible && r.accessible)
-      for (size_t row = 0; row < height; ++row) memmove((char*)dst + row * dpitch, (const char*)src + row * spitch, width);
+      for (size_t row = 0; row < height; ++row)
+        memmove((char*)dst + row * dpitch, (const char*)src + row * spitch, width);
   }
   if (Recording()) {
     bool srcDev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -423,8 +422,7 @@ static cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spit
   return cudaSuccess;
 }
 
-cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
-                              cudaStream_t stream) {
+cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
   if (width > pitch) return Ret(cudaErrorInvalidPitchValue);
   StreamRef s;
   if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
@@ -436,7 +434,8 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
     if (a->backed)
       for (size_t row = 0; row < height; ++row) memset((char*)devPtr + row * pitch, value, width);
   }
-  if (Recording()) Line(s.device, "memset").U64("bytes", width * height).Int("stream", s.id).Bool("async", true).Commit();
+  if (Recording())
+    Line(s.device, "memset").U64("bytes", width * height).Int("stream", s.id).Bool("async", true).Commit();
   return cudaSuccess;
 }
 
@@ -468,12 +467,14 @@ cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitc
   return Copy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false);
 }
 
-cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                              size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
   return Copy2D(dst, dpitch, src, spitch, width, height, kind, stream, true);
 }
 
-cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return Set(devPtr, value, count, nullptr, false, false); }
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  return Set(devPtr, value, count, nullptr, false, false);
+}
 cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
   return Set(devPtr, value, count, nullptr, false, true);
 }

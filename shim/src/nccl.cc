@@ -70,7 +70,8 @@ void HashId(const ncclUniqueId& uid, char out[17]) {
 }
 
 const char* DtypeName(ncclDataType_t t) {
-  static const char* names[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
+  static const char* names[] = {"i8",  "u8",  "i32", "u32",  "i64",    "u64",
+                                "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
   return names[t];
 }
 
@@ -107,8 +108,8 @@ void RandomId(ncclUniqueId* uid) {
   if (n != (ssize_t)sizeof uid->internal) {
     // Fall back to something unique per process and call.
     static std::atomic<unsigned> k{0};
-    snprintf(uid->internal, sizeof uid->internal, "gpusim-%d-%llu-%u", (int)getpid(),
-             (unsigned long long)NowNs(), k.fetch_add(1));
+    snprintf(uid->internal, sizeof uid->internal, "gpusim-%d-%llu-%u", (int)getpid(), (unsigned long long)NowNs(),
+             k.fetch_add(1));
   }
 }
 
@@ -153,7 +154,8 @@ bool SharedId(ncclUniqueId* uid) {
 constexpr int kNone = INT_MIN;
 
 enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, Send, Recv };
-const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "send", "recv"};
+const char* kCollNames[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                            "reduce",    "alltoall",  "send",          "recv"};
 
 struct CollArgs {
   Coll kind;
@@ -224,12 +226,12 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                    ncclConfig_t* config) {
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
   if (!comm) return Fail(ncclInvalidArgument, "null comm pointer");
   if (nranks < 1) return Fail(ncclInvalidArgument, "invalid nranks");
   if (rank < 0 || rank >= nranks) return Fail(ncclInvalidArgument, "invalid rank");
-  if (config && config->magic != kConfigMagic) return Fail(ncclInvalidArgument, "config not initialised with NCCL_CONFIG_INITIALIZER");
+  if (config && config->magic != kConfigMagic)
+    return Fail(ncclInvalidArgument, "config not initialised with NCCL_CONFIG_INITIALIZER");
   int dev;
   cudaGetDevice(&dev);
   // Initialisation needs no rendezvous here, so it is complete on return even inside a group
@@ -424,8 +426,8 @@ ncclResult_t ncclGroupEnd(void) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
   return Issue(comm, {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, true, kNone, kNone}, stream);
 }
 
@@ -451,15 +453,15 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
-ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
   // Only the root writes recvbuff; other ranks may pass null.
   const void* recv = recvbuff ? recvbuff : sendbuff;
   return Issue(comm, {Coll::Reduce, sendbuff, recv, count, datatype, op, true, root, kNone}, stream);
 }
 
-ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                          ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream) {
   return Issue(comm, {Coll::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, false, kNone, kNone}, stream);
 }
 

@@ -62,8 +62,7 @@ cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t 
   return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
 }
 
-cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
-                                      cudaMemcpyKind kind) {
+cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
   return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
 }
 

@@ -28,8 +28,8 @@
 namespace gpusim {
 namespace {
 
-constexpr size_t kFlushBytes = 1 << 20;         // write out once a bound log holds this much
-constexpr size_t kUnboundLimit = 64u << 20;     // bind to the fallback rank past this size
+constexpr size_t kFlushBytes = 1 << 20;      // write out once a bound log holds this much
+constexpr size_t kUnboundLimit = 64u << 20;  // bind to the fallback rank past this size
 
 struct ThreadSlot {
   int index;
@@ -40,7 +40,7 @@ struct RankLog {
   std::mutex mu;
   int device = 0;
   std::atomic<int> rank{-1};  // -1 until bound
-  bool excluded = false;  // fallback rank collided: written aside, not in the manifest
+  bool excluded = false;      // fallback rank collided: written aside, not in the manifest
   std::string buf;
   int fd = -1;
   uint64_t ops = 0;

@@ -67,8 +67,8 @@ thread_local int t_configDepth = 0;
 cudaError_t Launch(const Kernel* k, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool ptsz) {
   if (!k) return Ret(cudaErrorInvalidDeviceFunction);
   unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || threads == 0 ||
-      threads > 1024 || block.z > 64)
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || threads == 0 || threads > 1024 ||
+      block.z > 64)
     return Ret(cudaErrorInvalidConfiguration);
   if (smem > (size_t)Gpu().smemOptinBytes) return Ret(cudaErrorInvalidValue);
   StreamRef s;
@@ -383,8 +383,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     return #name;
 #include "cuda-errors.inc"
 #undef GPUSIM_ERR
-    default:
-      return "cudaErrorUnknown";
+    default: return "cudaErrorUnknown";
   }
 }
 
@@ -515,8 +514,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
   if (!config) return Ret(cudaErrorInvalidValue);
-  return Launch(FindKernel(func), config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream,
-                false);
+  return Launch(FindKernel(func), config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,

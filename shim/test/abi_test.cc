@@ -5,6 +5,5 @@
 #include "abi-values.h"
 
 TEST(Abi, NcclAndCublasMatchNvidiaHeaders) {
-  for (int i = 0; i < gpusim_abi_count; ++i)
-    EXPECT_EQ(gpusim_abi_ours[i], gpusim_abi_nvidia[i]) << gpusim_abi_names[i];
+  for (int i = 0; i < gpusim_abi_count; ++i) EXPECT_EQ(gpusim_abi_ours[i], gpusim_abi_nvidia[i]) << gpusim_abi_names[i];
 }

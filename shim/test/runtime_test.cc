@@ -220,8 +220,8 @@ TEST(Launch, UnregisteredFunctionAndBadConfiguration) {
             cudaErrorInvalidDeviceFunction);
   static const unsigned long long fatbin[2] = {0, 0};
   void** h = __cudaRegisterFatBinary((void*)fatbin);
-  __cudaRegisterFunction(h, (const char*)unregistered_kernel, (char*)"_Z1kv", "_Z1kv", -1, nullptr, nullptr,
-                         nullptr, nullptr, nullptr);
+  __cudaRegisterFunction(h, (const char*)unregistered_kernel, (char*)"_Z1kv", "_Z1kv", -1, nullptr, nullptr, nullptr,
+                         nullptr, nullptr);
   __cudaRegisterFatBinaryEnd(h);
   EXPECT_EQ(cudaLaunchKernel((const void*)unregistered_kernel, dim3(1), dim3(1), nullptr, 0, 0), cudaSuccess);
   EXPECT_EQ(cudaLaunchKernel((const void*)unregistered_kernel, dim3(1), dim3(2048), nullptr, 0, 0),
@@ -327,9 +327,10 @@ TEST(Cublas, HandlesAndArguments) {
   EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 64, 64, &one, a, 64, b, 64, &zero, c, 64),
             CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, a, 32, b, 64, &zero, c, 64),
-            CUBLAS_STATUS_INVALID_VALUE) << "lda < m";
-  EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, a, CUDA_C_32F, 64, b, CUDA_C_32F, 64, &zero,
-                         c, CUDA_C_32F, 64, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_INVALID_VALUE)
+      << "lda < m";
+  EXPECT_EQ(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, a, CUDA_C_32F, 64, b, CUDA_C_32F, 64, &zero, c,
+                         CUDA_C_32F, 64, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_NOT_SUPPORTED);
   ASSERT_EQ(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, a, 64, b, 64, &zero, c, 64),
@@ -352,10 +353,11 @@ TEST(Cublas, BatchedAnd64BitGemmsAndStubs) {
   EXPECT_EQ(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, arr, CUDA_R_16BF, 16, arr, CUDA_R_16BF,
                                 16, &one, out, CUDA_R_16BF, 16, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_SUCCESS);
-  EXPECT_EQ(cublasGemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1ll << 33, 16, 16, &one, nullptr, CUDA_R_16F, 1ll << 33,
-                            nullptr, CUDA_R_16F, 16, &one, nullptr, CUDA_R_16F, 1ll << 33, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT),
-            CUBLAS_STATUS_SUCCESS) << "sizes beyond 32 bits";
+  EXPECT_EQ(
+      cublasGemmEx_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 1ll << 33, 16, 16, &one, nullptr, CUDA_R_16F, 1ll << 33, nullptr,
+                      CUDA_R_16F, 16, &one, nullptr, CUDA_R_16F, 1ll << 33, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      CUBLAS_STATUS_SUCCESS)
+      << "sizes beyond 32 bits";
   EXPECT_EQ(cublasSgemv_v2(h, CUBLAS_OP_N, 4, 4, &one, nullptr, 4, nullptr, 1, &one, nullptr, 1),
             CUBLAS_STATUS_NOT_SUPPORTED);
   cublasDestroy(h);
@@ -405,13 +407,14 @@ TEST(CublasLt, HeuristicReturnsAnAlgorithm) {
   EXPECT_EQ(rows, 64u);
   EXPECT_EQ(written, sizeof rows);
   EXPECT_EQ(cublasLtMatrixLayoutSetAttribute(&stackLayout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, 2),
-            CUBLAS_STATUS_INVALID_VALUE) << "wrong attribute size";
+            CUBLAS_STATUS_INVALID_VALUE)
+      << "wrong attribute size";
   cublasLtMatmulDescOpaque_t stackDesc;
   ASSERT_EQ(cublasLtMatmulDescInit(&stackDesc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
   int32_t compute = 0;
-  ASSERT_EQ(cublasLtMatmulDescGetAttribute(&stackDesc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute,
-                                           &written),
-            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(
+      cublasLtMatmulDescGetAttribute(&stackDesc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute, &written),
+      CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(compute, CUBLAS_COMPUTE_32F);
   ASSERT_EQ(cublasLtDestroy(lt), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(cublasLtDestroy(lt), CUBLAS_STATUS_NOT_INITIALIZED);

@@ -23,13 +23,13 @@
 #include "cuda_runtime.h"
 #include "nccl.h"
 
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));   \
-      exit(1);                                                                              \
-    }                                                                                       \
+#define CHECK_CUDA(x)                                                                     \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_)); \
+      exit(1);                                                                            \
+    }                                                                                     \
   } while (0)
 #define CHECK_NCCL(x)                                                                       \
   do {                                                                                      \
@@ -39,13 +39,13 @@
       exit(1);                                                                              \
     }                                                                                       \
   } while (0)
-#define CHECK_BLAS(x)                                                                       \
-  do {                                                                                      \
-    cublasStatus_t s_ = (x);                                                                \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                      \
-      fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)s_);                \
-      exit(1);                                                                              \
-    }                                                                                       \
+#define CHECK_BLAS(x)                                                        \
+  do {                                                                       \
+    cublasStatus_t s_ = (x);                                                 \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                       \
+      fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #x, (int)s_); \
+      exit(1);                                                               \
+    }                                                                        \
   } while (0)
 
 // ---- what nvcc generates for two __global__ functions ----
@@ -80,8 +80,8 @@ static void UnregisterKernels() { __cudaUnregisterFatBinary(g_fatbin); }
 __attribute__((constructor)) static void RegisterKernels() {
   static const unsigned long long fakeFatbin[4] = {0x466243b1ull, 1, 0, 0};
   g_fatbin = __cudaRegisterFatBinary((void*)fakeFatbin);
-  __cudaRegisterFunction(g_fatbin, (const char*)sgd_update, (char*)"_Z10sgd_updatePfPKffi",
-                         "_Z10sgd_updatePfPKffi", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFunction(g_fatbin, (const char*)sgd_update, (char*)"_Z10sgd_updatePfPKffi", "_Z10sgd_updatePfPKffi", -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
   __cudaRegisterFunction(g_fatbin, (const char*)layernorm_256, (char*)"_Z9layernormILi256EEvPfi",
                          "_Z9layernormILi256EEvPfi", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
   __cudaRegisterFatBinaryEnd(g_fatbin);
@@ -159,8 +159,8 @@ static void LtMatmul(Rank& r) {
     exit(1);
   }
   float one = 1, zero = 0;
-  CHECK_BLAS(cublasLtMatmul(r.lt, desc, &one, r.act, a, r.w, b, &zero, r.act, c, r.act, c, &heur[0].algo, nullptr,
-                            0, r.compute));
+  CHECK_BLAS(cublasLtMatmul(r.lt, desc, &one, r.act, a, r.w, b, &zero, r.act, c, r.act, c, &heur[0].algo, nullptr, 0,
+                            r.compute));
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(a);
   cublasLtMatrixLayoutDestroy(b);
@@ -175,23 +175,23 @@ static void Forward(Rank& r) {
   LtMatmul(r);
   float one = 1, zero = 0;
   // Output projection in bf16 through cublasGemmEx: [kBatch x kHidden] = act * W2.
-  CHECK_BLAS(cublasGemmEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, kBatch, kHidden, kFfn, &one, r.act, CUDA_R_16BF,
-                          kBatch, r.w, CUDA_R_16BF, kFfn, &zero, r.act, CUDA_R_16BF, kBatch, CUBLAS_COMPUTE_32F,
+  CHECK_BLAS(cublasGemmEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, kBatch, kHidden, kFfn, &one, r.act, CUDA_R_16BF, kBatch,
+                          r.w, CUDA_R_16BF, kFfn, &zero, r.act, CUDA_R_16BF, kBatch, CUBLAS_COMPUTE_32F,
                           CUBLAS_GEMM_DEFAULT));
   // Attention-like batched product: 8 heads of [128 x 128] x [128 x 64].
-  CHECK_BLAS(cublasGemmStridedBatchedEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_T, 128, 128, 64, &one, r.act, CUDA_R_16F,
-                                        128, 128 * 64, r.act, CUDA_R_16F, 128, 128 * 64, &zero, r.act, CUDA_R_16F,
-                                        128, 128 * 128, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CHECK_BLAS(cublasGemmStridedBatchedEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_T, 128, 128, 64, &one, r.act, CUDA_R_16F, 128,
+                                        128 * 64, r.act, CUDA_R_16F, 128, 128 * 64, &zero, r.act, CUDA_R_16F, 128,
+                                        128 * 128, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 static void Backward(Rank& r) {
   float one = 1, zero = 0;
   // dW = act^T * dY in fp32.
-  CHECK_BLAS(cublasSgemm(r.blas, CUBLAS_OP_T, CUBLAS_OP_N, kHidden, kFfn, kBatch, &one, r.act, kBatch, r.act,
-                         kBatch, &zero, r.grad, kHidden));
+  CHECK_BLAS(cublasSgemm(r.blas, CUBLAS_OP_T, CUBLAS_OP_N, kHidden, kFfn, kBatch, &one, r.act, kBatch, r.act, kBatch,
+                         &zero, r.grad, kHidden));
   __half hone{0x3c00}, hzero{0};
-  CHECK_BLAS(cublasHgemm(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, 256, 256, 256, &hone, (__half*)r.act, 256,
-                         (__half*)r.act, 256, &hzero, (__half*)r.act, 256));
+  CHECK_BLAS(cublasHgemm(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, 256, 256, 256, &hone, (__half*)r.act, 256, (__half*)r.act,
+                         256, &hzero, (__half*)r.act, 256));
   CHECK_CUDA(cudaEventRecord(r.grads_ready, r.compute));
 }
 
@@ -282,9 +282,12 @@ int main(int argc, char** argv) {
   int iters = 3, devices = 0;
   const char* idFile = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--devices")) devices = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--id-file")) idFile = argv[i + 1];
+    if (!strcmp(argv[i], "--iters"))
+      iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--devices"))
+      devices = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--id-file"))
+      idFile = argv[i + 1];
   }
   int ndev = 0;
   CHECK_CUDA(cudaGetDeviceCount(&ndev));
