@@ -99,6 +99,29 @@ TEST_F(Nvcc, PerThreadDefaultStream) {
   EXPECT_TRUE(declared);
 }
 
+TEST_F(Nvcc, NvtxRangesBecomeMarkers) {
+  if (!Exists("/usr/local/cuda/include/nvtx3/nvToolsExt.h")) GTEST_SKIP() << "toolkit has no nvtx3 headers";
+  std::string exe = Compile("nvtx_steps");
+  ASSERT_FALSE(exe.empty());
+  std::string dir = kWork + "/trace-nvtx", out;
+  ASSERT_EQ(Launch("-- " + exe, dir, &out), 0) << out;
+  auto ops = ReadRank(dir + "/rank-0.jsonl");
+  auto steps = Select(ops, "marker", "name", "ProfilerStep#1");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].Get("phase"), "begin");
+  EXPECT_EQ(steps[1].Get("phase"), "end");
+  EXPECT_EQ(Select(ops, "marker", "name", "forward").size(), 6u);
+  EXPECT_EQ(Select(ops, "marker", "name", "optimizer").size(), 6u);
+  EXPECT_EQ(Select(ops, "marker", "phase", "instant").size(), 3u);
+  // The kernels sit inside their ranges, in issue order.
+  size_t begin = 0, kernel = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!begin && ops[i].Get("name") == "forward") begin = i;
+    if (!kernel && ops[i].op() == "kernel") kernel = i;
+  }
+  EXPECT_LT(begin, kernel);
+}
+
 TEST_F(Nvcc, EightDevicesInOneProcess) {
   std::string exe = Compile("nccl_8dev");
   ASSERT_FALSE(exe.empty());
