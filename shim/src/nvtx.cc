@@ -26,10 +26,25 @@ struct NvtxExportTableCallbacks {
 };
 constexpr uint32_t kEtidCallbacks = 1;
 constexpr int kModuleCore = 1, kModuleCore2 = 5;
-enum CoreId { kMarkEx = 1, kMarkA = 2, kRangeStartEx = 4, kRangeStartA = 5, kRangeEnd = 7, kRangePushEx = 8,
-              kRangePushA = 9, kRangePop = 11 };
-enum Core2Id { kDomainMarkEx = 1, kDomainRangeStartEx = 2, kDomainRangeEnd = 3, kDomainRangePushEx = 4,
-               kDomainRangePop = 5, kDomainRegisterStringA = 10, kDomainCreateA = 12 };
+enum CoreId {
+  kMarkEx = 1,
+  kMarkA = 2,
+  kRangeStartEx = 4,
+  kRangeStartA = 5,
+  kRangeEnd = 7,
+  kRangePushEx = 8,
+  kRangePushA = 9,
+  kRangePop = 11
+};
+enum Core2Id {
+  kDomainMarkEx = 1,
+  kDomainRangeStartEx = 2,
+  kDomainRangeEnd = 3,
+  kDomainRangePushEx = 4,
+  kDomainRangePop = 5,
+  kDomainRegisterStringA = 10,
+  kDomainCreateA = 12
+};
 constexpr int32_t kMessageAscii = 1, kMessageRegistered = 3;
 
 struct EventAttributes {  // nvtxEventAttributes_v2
@@ -128,7 +143,8 @@ void Set(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable) {
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    NvtxGetExportTableFunc_t getExportTable) {
   auto* cb = (const NvtxExportTableCallbacks*)getExportTable(kEtidCallbacks);
   if (!cb || cb->struct_size < sizeof(NvtxExportTableCallbacks) || !cb->GetModuleFunctionTable) return 0;
   NvtxFunctionTable table = nullptr;

@@ -87,9 +87,9 @@ TEST(Nvtx, RangesAndMarksBecomeMarkers) {
   auto ops = ReadRank(std::string(dir) + "/rank-0.jsonl");
   auto m = Select(ops, "marker");
   ASSERT_EQ(m.size(), 9u);
-  const char* expect[][2] = {{"ProfilerStep#0", "begin"}, {"forward", "begin"},          {"checkpoint", "instant"},
-                             {"forward", "end"},          {"optimizer", "begin"},        {"allreduce-bucket", "begin"},
-                             {"allreduce-bucket", "end"}, {"optimizer", "end"},          {"ProfilerStep#0", "end"}};
+  const char* expect[][2] = {{"ProfilerStep#0", "begin"}, {"forward", "begin"},   {"checkpoint", "instant"},
+                             {"forward", "end"},          {"optimizer", "begin"}, {"allreduce-bucket", "begin"},
+                             {"allreduce-bucket", "end"}, {"optimizer", "end"},   {"ProfilerStep#0", "end"}};
   for (size_t i = 0; i < m.size(); ++i) {
     EXPECT_EQ(m[i].Get("name"), expect[i][0]) << i;
     EXPECT_EQ(m[i].Get("phase"), expect[i][1]) << i;
