@@ -1,0 +1,103 @@
+// Internal interface of the gpusim shim.
+//
+// All process state (devices, streams, events, allocations, kernels, trace buffers) lives in
+// libcudart.so.13; libnccl.so.2 and libcublas*.so.13 reach it through these functions, which
+// are exported in the private version node GPUSIM_PRIVATE_1 (see cudart.map). Nothing here
+// throws: errors are returned as values and the C entry points translate them.
+#ifndef GPUSIM_SHIM_H
+#define GPUSIM_SHIM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cuda_runtime_api.h"
+
+#define GPUSIM_EXPORT __attribute__((visibility("default")))
+
+namespace gpusim {
+
+constexpr int kMaxDevices = 64;
+
+// ---- configuration (state.cc) ----
+
+struct GpuConfig {
+  const char* key;   // preset name accepted by GPUSIM_GPU
+  const char* name;  // cudaDeviceProp::name
+  size_t memBytes;
+  int smCount;
+  int ccMajor, ccMinor;
+  int l2Bytes;
+  int memBusWidth;
+  int smemPerSmBytes;
+  int smemOptinBytes;
+  int maxThreadsPerSm;
+  int maxBlocksPerSm;
+};
+
+GPUSIM_EXPORT const GpuConfig& Gpu();
+GPUSIM_EXPORT int DeviceCount();
+// Current device of the calling host thread (cudaSetDevice is per thread, as in CUDA).
+GPUSIM_EXPORT int CurrentDevice();
+GPUSIM_EXPORT uint64_t NowNs();
+// Prints "gpusim: <what>" to stderr the first time a given string is passed.
+GPUSIM_EXPORT void WarnOnce(const char* what);
+
+// ---- streams (streams.cc) ----
+
+struct StreamRef {
+  int device;
+  int id;  // trace stream id, per device; 0 = legacy default stream
+};
+// Maps a handle (0, cudaStreamLegacy, cudaStreamPerThread or a created stream) to its device
+// and trace id. perThreadDefault: the caller was compiled with per-thread default streams, so
+// 0 means cudaStreamPerThread. Returns false for a handle that is not a live stream.
+GPUSIM_EXPORT bool ResolveStream(cudaStream_t s, StreamRef* out, bool perThreadDefault = false);
+
+// ---- memory (memory.cc) ----
+
+GPUSIM_EXPORT cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record);
+GPUSIM_EXPORT cudaError_t DeviceFree(void* ptr, bool record);
+
+// ---- recorder (recorder.cc) ----
+
+GPUSIM_EXPORT bool Recording();
+
+// Builds one trace line. Fields are appended in call order; Commit() adds the common fields
+// ("op", "t", "cpu_us"), stamps the time and hands the line to the device's rank log.
+class GPUSIM_EXPORT Line {
+ public:
+  Line(int device, const char* op);
+  Line& Str(const char* key, const char* value);
+  Line& Int(const char* key, long long value);
+  Line& U64(const char* key, unsigned long long value);
+  Line& Num(const char* key, double value);
+  Line& Bool(const char* key, bool value);
+  Line& Dim(const char* key, unsigned x, unsigned y, unsigned z);
+  // Appends an already formatted fragment (it must start with ',').
+  Line& Raw(const char* fragment, size_t len);
+  void Commit();
+
+ private:
+  char* Reserve(size_t n);  // room for n more bytes; returns the write position
+  void Put(const char* s, size_t n);
+  void Key(const char* key);
+
+  int device_;
+  const char* op_;
+  std::string* body_;  // thread-local scratch, used as a growable char buffer
+  size_t len_;
+};
+
+// Tells the recorder which trace rank the ops of `device` belong to (first call wins) and the
+// job's world size, learnt from the first communicator initialised on that device.
+GPUSIM_EXPORT void BindRank(int device, int rank, int worldSize);
+// Writes all buffered lines and the manifest (called at exit and by cudaDeviceReset).
+GPUSIM_EXPORT void FlushTrace();
+
+// Appends s to out as a JSON string body (without quotes).
+GPUSIM_EXPORT void JsonEscape(const char* s, std::string& out);
+
+}  // namespace gpusim
+
+#endif
