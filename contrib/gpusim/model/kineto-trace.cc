@@ -259,6 +259,10 @@ class JsonReader
                 {
                     FailJson(doc, err, "'baseTimeNanoseconds': ");
                 }
+                if (!(v >= 0 && v < 9.0e18))
+                {
+                    Fail(Location(doc), "'baseTimeNanoseconds' out of range");
+                }
                 out.baseTimeNs = static_cast<int64_t>(v);
             }
             // Everything else (schemaVersion, traceName, ...) is skipped.
@@ -1935,7 +1939,11 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         }
     }
     auto streamId = [&gpuDevices](int64_t device, int64_t stream) -> int64_t {
-        return gpuDevices.size() <= 1 ? stream : (device << 32) + stream;
+        // Wrapping unsigned arithmetic: ids from damaged traces may be negative.
+        return gpuDevices.size() <= 1
+                   ? stream
+                   : static_cast<int64_t>((static_cast<uint64_t>(device) << 32) +
+                                          static_cast<uint64_t>(stream));
     };
     int64_t device0 = gpuDevices.empty() ? 0 : *gpuDevices.begin();
 

@@ -258,6 +258,33 @@ TEST(KinetoGraph, DependencyCountsPerKind)
     EXPECT_EQ(g.crossStreamMethod, CrossStreamMethod::Inferred);
     EXPECT_EQ(g.counts.crossStreamFromCudaSync, 0u);
     EXPECT_EQ(g.counts.cpuGpu, 3774u); // every kernel/memcpy/memset has its launch
+    // The inferred pairs are DDP's: the NCCL stream (40) waits for the compute stream (7)
+    // before each collective, and the compute stream waits for the NCCL stream after it.
+    uint64_t into = 0;
+    uint64_t outOf = 0;
+    for (const auto& l : g.crossStream)
+    {
+        ASSERT_GE(l.fromGpu, 0);
+        ASSERT_GE(l.toGpu, 0);
+        bool fromNccl = t.events[l.fromGpu].name.find("nccl") != std::string::npos;
+        bool toNccl = t.events[l.toGpu].name.find("nccl") != std::string::npos;
+        if (l.recordStream == 7 && l.waitStream == 40)
+        {
+            EXPECT_TRUE(toNccl);
+            ++into;
+        }
+        else if (l.recordStream == 40 && l.waitStream == 7)
+        {
+            EXPECT_TRUE(fromNccl);
+            ++outOf;
+        }
+        else
+        {
+            ADD_FAILURE() << "unexpected pair " << l.recordStream << " -> " << l.waitStream;
+        }
+    }
+    EXPECT_EQ(into, 42u);
+    EXPECT_EQ(outOf, 42u);
     // Disabling a kind removes its edges.
     KinetoGraphOptions off;
     off.cpuCpu = off.cpuGpu = off.gpuCpu = off.gpuGpu = false;
