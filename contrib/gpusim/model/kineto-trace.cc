@@ -1467,39 +1467,13 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
         }
         KinetoCrossStreamLink link;
         link.waitCall = w;
-        bool found = false;
-        auto sync = syncByCorrelation.find(ev[w].correlation);
-        if (ev[w].correlation >= 0 && sync != syncByCorrelation.end() &&
-            ev[sync->second].syncKind == KinetoSyncKind::StreamWaitEvent)
-        {
-            const auto& s = ev[sync->second];
-            auto rec = callByCorrelation.find(s.waitOnRecordCorrelation);
-            if (s.waitOnRecordCorrelation >= 0 && rec != callByCorrelation.end() && s.stream >= 0 &&
-                s.waitOnStream >= 0)
-            {
-                int64_t dev = s.device >= 0 ? s.device : s.pid;
-                link.recordCall = rec->second;
-                link.recordStream = s.waitOnStream;
-                link.waitStream = s.stream;
-                link.fromCudaSync = true;
-                link.fromGpu = lastLaunchOnStream({dev, s.waitOnStream}, ev[rec->second].tsUs);
-                link.toGpu = firstLaunchOnStream({dev, s.stream}, ev[w].tsUs);
-                found = true;
-            }
-        }
-        if (!found)
-        {
-            // Infer: the waiting stream is the one this thread launches on next; the event is
-            // the latest record (same thread first) on a different stream.
-            StreamKey waitStream;
-            if (!nextStream(ev[w], ev[w].EndUs(), waitStream))
-            {
-                continue;
-            }
-            int64_t best = -1;
-            StreamKey bestStream;
+        // The latest cudaEventRecord before the wait (same thread first, then the other
+        // threads of the process) whose stream satisfies `want`.
+        auto findRecord = [&](auto want, int64_t& best, StreamKey& bestStream) {
             auto search = [&](const std::vector<Record>& list) {
-                auto it = std::lower_bound(list.begin(), list.end(), ev[w].tsUs,
+                auto it = std::lower_bound(list.begin(),
+                                           list.end(),
+                                           ev[w].tsUs,
                                            [&](const Record& r, double t) {
                                                return ev[r.call].tsUs < t;
                                            });
@@ -1507,7 +1481,7 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
                 for (int steps = 0; it != list.begin() && steps < 256; ++steps)
                 {
                     --it;
-                    if (it->stream.second >= 0 && it->stream != waitStream)
+                    if (it->stream.second >= 0 && want(it->stream))
                     {
                         if (best < 0 || ev[it->call].tsUs > ev[best].tsUs)
                         {
@@ -1518,21 +1492,67 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
                     }
                 }
             };
-            auto own = records.find({ev[w].pid, ev[w].tid});
-            if (own != records.end())
+            ThreadKey own{ev[w].pid, ev[w].tid};
+            auto mine = records.find(own);
+            if (mine != records.end())
             {
-                search(own->second);
+                search(mine->second);
             }
             if (best < 0)
             {
                 for (auto& [key, list] : records)
                 {
-                    if (key.first == ev[w].pid && key != ThreadKey{ev[w].pid, ev[w].tid})
+                    if (key.first == ev[w].pid && key != own)
                     {
                         search(list);
                     }
                 }
             }
+        };
+        StreamKey waitStream;
+        int64_t best = -1;
+        StreamKey bestStream;
+        auto sync = ev[w].correlation >= 0 ? syncByCorrelation.find(ev[w].correlation)
+                                           : syncByCorrelation.end();
+        const KinetoEvent* cs = sync != syncByCorrelation.end() &&
+                                        ev[sync->second].syncKind == KinetoSyncKind::StreamWaitEvent
+                                    ? &ev[sync->second]
+                                    : nullptr;
+        if (cs && cs->stream >= 0 && cs->waitOnStream >= 0)
+        {
+            // cuda_sync names both streams and (newer Kineto) the record call.
+            int64_t dev = cs->device >= 0 ? cs->device : cs->pid;
+            waitStream = {dev, cs->stream};
+            bestStream = {dev, cs->waitOnStream};
+            auto rec = callByCorrelation.find(cs->waitOnRecordCorrelation);
+            if (cs->waitOnRecordCorrelation >= 0 && rec != callByCorrelation.end())
+            {
+                best = rec->second;
+            }
+            else
+            {
+                // Older Kineto omits the record's correlation: take the latest record on
+                // that stream, else place the record at the wait.
+                StreamKey want = bestStream;
+                findRecord([&want](const StreamKey& k) { return k == want; }, best, bestStream);
+                if (best < 0)
+                {
+                    best = w;
+                    bestStream = want;
+                }
+            }
+            link.fromCudaSync = true;
+        }
+        else
+        {
+            // Infer: the waiting stream is the one this thread launches on next; the event is
+            // the latest record on a different stream.
+            if (!nextStream(ev[w], ev[w].EndUs(), waitStream))
+            {
+                continue;
+            }
+            StreamKey notThis = waitStream;
+            findRecord([&notThis](const StreamKey& k) { return k != notThis; }, best, bestStream);
             if (best < 0)
             {
                 // No record call in the trace (ROCm traces omit hipEventRecord): PyTorch
@@ -1544,20 +1564,16 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
                     bestStream = cur;
                 }
             }
-            if (best < 0)
-            {
-                continue;
-            }
-            link.recordCall = static_cast<uint32_t>(best);
-            link.recordStream = bestStream.second;
-            link.waitStream = waitStream.second;
-            link.fromGpu = lastLaunchOnStream(bestStream, ev[best].tsUs);
-            link.toGpu = firstLaunchOnStream(waitStream, ev[w].tsUs);
-            if (waitStream.first != bestStream.first)
+            if (best < 0 || waitStream.first != bestStream.first)
             {
                 continue;
             }
         }
+        link.recordCall = static_cast<uint32_t>(best);
+        link.recordStream = bestStream.second;
+        link.waitStream = waitStream.second;
+        link.fromGpu = lastLaunchOnStream(bestStream, ev[best].tsUs);
+        link.toGpu = firstLaunchOnStream(waitStream, ev[w].tsUs);
         if (link.recordStream == link.waitStream || link.fromGpu < 0)
         {
             continue; // same stream (implied by stream order) or nothing recorded yet
@@ -2314,9 +2330,21 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
                 {
                     // Blocking call: host time before it, then the wait, then what the call
                     // cost after the awaited GPU work finished.
-                    double pre = std::max(0.0, e.tsUs - cursor);
-                    cursor = std::max(cursor, e.tsUs);
-                    double waitedUntil = std::max(e.tsUs, sync->awaitedEndUs);
+                    double issue = e.tsUs;
+                    if (sync->what == DepDetail::SyncCopy)
+                    {
+                        // The copy starts some µs into the call (staging, launch); that
+                        // part is host time, so issue the copy when it really started.
+                        double gpuStart = e.EndUs();
+                        for (uint32_t a : sync->awaited)
+                        {
+                            gpuStart = std::min(gpuStart, ev[a].tsUs);
+                        }
+                        issue = std::clamp(gpuStart, e.tsUs, e.EndUs());
+                    }
+                    double pre = std::max(0.0, issue - cursor);
+                    cursor = std::max(cursor, issue);
+                    double waitedUntil = std::max(issue, sync->awaitedEndUs);
                     double residual = std::clamp(e.EndUs() - waitedUntil, 0.0, e.durUs);
                     if (sync->what == DepDetail::SyncCopy && gpuIt != gpuOfCall.end())
                     {
