@@ -686,3 +686,26 @@ TEST(KinetoReader, BadInputThrowsTraceFormatError)
     // A missing file is an error too (offset 0).
     EXPECT_THROW(ReadKinetoTrace(dir.Write("x", "") + ".does-not-exist"), TraceFormatError);
 }
+
+TEST(KinetoGraph, SyncsAndWaitsBeforeAnyLaunch)
+{
+    // Regression (found by the fuzzer): a stream sync and a stream wait that name streams with
+    // no work launched yet must add no edge (and must not index past the launch lists).
+    TempDir dir;
+    std::string events =
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaStreamSynchronize","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":5}},)"
+        R"({"ph":"X","cat":"cuda_sync","name":"Stream Sync","pid":0,"tid":7,"ts":1,"dur":1,"args":{"correlation":5,"stream":7,"cuda_sync_kind":"Stream Sync"}},)"
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaStreamWaitEvent","pid":1,"tid":1,"ts":4,"dur":1,"args":{"correlation":6}},)"
+        R"({"ph":"X","cat":"cuda_sync","name":"Stream Wait Event","pid":0,"tid":9,"ts":4,"dur":1,"args":{"correlation":6,"stream":9,"wait_on_stream":7,"cuda_sync_kind":"Stream Wait Event"}},)"
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":6,"dur":1,"args":{"correlation":8}},)"
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":10,"dur":3,"args":{"correlation":7}},)"
+        R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":14,"dur":5,"args":{"correlation":7,"stream":7}})";
+    auto t = ReadKinetoTrace(dir.Write("early.json", Doc(events)));
+    auto g = BuildKinetoGraph(t);
+    EXPECT_EQ(g.counts.gpuCpu, 0u);
+    EXPECT_EQ(g.counts.crossStream, 0u);
+    EXPECT_EQ(g.counts.cpuGpu, 1u);
+    auto r = ReplayRecordedDurations(KinetoToRankTrace(t, g));
+    EXPECT_TRUE(r.complete);
+    EXPECT_NEAR(r.makespanUs, (13 - 1) + 5, 1e-9); // times count from the first event (ts 1)
+}
