@@ -709,3 +709,32 @@ TEST(KinetoGraph, SyncsAndWaitsBeforeAnyLaunch)
     EXPECT_TRUE(r.complete);
     EXPECT_NEAR(r.makespanUs, (13 - 1) + 5, 1e-9); // times count from the first event (ts 1)
 }
+
+TEST(KinetoConvert, ReadKinetoJobTwoRanks)
+{
+    const std::string r0 = kDir + "hta_trace_filter__sampled_rank-0.json.gz";
+    const std::string r1 = kDir + "hta_trace_filter__sampled_rank-1.json.gz";
+    JobTrace job = ReadKinetoJob({r1, r0});
+    EXPECT_EQ(job.source, "kineto");
+    ASSERT_EQ(job.ranks.size(), 2u);
+    EXPECT_EQ(job.ranks[0].rank, 0u);
+    EXPECT_EQ(job.ranks[1].rank, 1u);
+    EXPECT_FALSE(job.ranks[0].ops.empty());
+    // Without collective metadata the NCCL kernels still become collectives, on an unknown
+    // communicator, numbered in launch order on each rank.
+    for (const auto& rank : job.ranks)
+    {
+        uint64_t colls = 0;
+        for (const auto& op : rank.ops)
+        {
+            if (op.kind == OpKind::Collective)
+            {
+                EXPECT_EQ(op.comm, "unknown");
+                ++colls;
+            }
+        }
+        EXPECT_GT(colls, 0u);
+    }
+    // The same rank twice is an error.
+    EXPECT_THROW(ReadKinetoJob({r0, r0}), TraceFormatError);
+}
