@@ -60,7 +60,8 @@ main(int argc, char** argv)
     }
     if (files.empty())
     {
-        files.emplace_back(GPUSIM_SHARED_DIR "/data/kineto/tracelens_mi300__resnet_act_checkpoint.json.gz");
+        files.emplace_back(GPUSIM_SHARED_DIR
+                           "/data/kineto/tracelens_mi300__resnet_act_checkpoint.json.gz");
     }
     for (const auto& file : files)
     {

@@ -1,6 +1,5 @@
 // Conversion of a Kineto trace and its execution graph into the gpusim Op IR.
 #include "ns3/kineto-trace.h"
-
 #include "ns3/log.h"
 
 #include <algorithm>
@@ -62,7 +61,9 @@ ParseKinetoCollective(const std::string& raw, CollKind& out)
             s.resize(s.size() - std::strlen(suffix));
         }
     }
-    auto has = [&s](const char* p) { return s.find(p) != std::string::npos; };
+    auto has = [&s](const char* p) {
+        return s.find(p) != std::string::npos;
+    };
     // Kernel names: ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_AllGather_RING_LL.
     if (has("allreduce") || s == "barrier")
     {
@@ -113,14 +114,22 @@ ParseKinetoDtype(const std::string& name, DataType& out, uint32_t& size)
         uint32_t size;
     };
     static const Entry table[] = {
-        {"Float", DataType::F32, 4},         {"float", DataType::F32, 4},
-        {"Half", DataType::F16, 2},          {"BFloat16", DataType::BF16, 2},
-        {"Double", DataType::F64, 8},        {"Char", DataType::I8, 1},
-        {"Byte", DataType::U8, 1},           {"Bool", DataType::U8, 1},
-        {"Int", DataType::I32, 4},           {"Long", DataType::I64, 8},
-        {"UInt32", DataType::U32, 4},        {"UInt64", DataType::U64, 8},
-        {"Float8_e4m3fn", DataType::F8E4M3, 1}, {"Float8_e4m3fnuz", DataType::F8E4M3, 1},
-        {"Float8_e5m2", DataType::F8E5M2, 1},   {"Float8_e5m2fnuz", DataType::F8E5M2, 1},
+        {"Float", DataType::F32, 4},
+        {"float", DataType::F32, 4},
+        {"Half", DataType::F16, 2},
+        {"BFloat16", DataType::BF16, 2},
+        {"Double", DataType::F64, 8},
+        {"Char", DataType::I8, 1},
+        {"Byte", DataType::U8, 1},
+        {"Bool", DataType::U8, 1},
+        {"Int", DataType::I32, 4},
+        {"Long", DataType::I64, 8},
+        {"UInt32", DataType::U32, 4},
+        {"UInt64", DataType::U64, 8},
+        {"Float8_e4m3fn", DataType::F8E4M3, 1},
+        {"Float8_e4m3fnuz", DataType::F8E4M3, 1},
+        {"Float8_e5m2", DataType::F8E5M2, 1},
+        {"Float8_e5m2fnuz", DataType::F8E5M2, 1},
     };
     for (const auto& e : table)
     {
@@ -142,13 +151,13 @@ struct HostItem
 {
     enum Kind : uint8_t
     {
-        ThreadWait,  // before the op it precedes
+        ThreadWait, // before the op it precedes
         MarkerBegin,
-        Call,        // launch / record / wait-event / sync
+        Call, // launch / record / wait-event / sync
         Signal,
         MarkerEnd,
     };
-    double key = 0;   // sort time
+    double key = 0; // sort time
     Kind kind = Call;
     uint32_t event = 0;
     uint64_t token = 0;
@@ -240,10 +249,9 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
     }
     auto streamId = [&gpuDevices](int64_t device, int64_t stream) -> int64_t {
         // Wrapping unsigned arithmetic: ids from damaged traces may be negative.
-        return gpuDevices.size() <= 1
-                   ? stream
-                   : static_cast<int64_t>((static_cast<uint64_t>(device) << 32) +
-                                          static_cast<uint64_t>(stream));
+        return gpuDevices.size() <= 1 ? stream
+                                      : static_cast<int64_t>((static_cast<uint64_t>(device) << 32) +
+                                                             static_cast<uint64_t>(stream));
     };
     int64_t device0 = gpuDevices.empty() ? 0 : *gpuDevices.begin();
 
@@ -361,8 +369,9 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         });
         threadOrder.emplace_back(list.empty() ? 0.0 : list.front().key, key);
     }
-    std::stable_sort(threadOrder.begin(), threadOrder.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(threadOrder.begin(), threadOrder.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first;
+    });
 
     // Collective sequence numbers per communicator, in launch order.
     std::unordered_map<int64_t, const KinetoEvent*> paramCommsByExternal;
@@ -436,7 +445,7 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         CollKind kind;
         const KinetoCollectiveArgs* args = IsNcclKernel(e) ? collArgsOf(i) : nullptr;
         bool mapped = IsNcclKernel(e) && ((args && ParseKinetoCollective(args->name, kind)) ||
-                                         ParseKinetoCollective(e.name, kind));
+                                          ParseKinetoCollective(e.name, kind));
         if (!mapped)
         {
             return op;
@@ -547,8 +556,8 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
                 m.kind = OpKind::Marker;
                 m.thread = t;
                 m.name = e.name;
-                m.phase = item.kind == HostItem::MarkerBegin ? MarkerPhase::Begin
-                                                             : MarkerPhase::End;
+                m.phase =
+                    item.kind == HostItem::MarkerBegin ? MarkerPhase::Begin : MarkerPhase::End;
                 m.recordedUs = item.key;
                 m.cpuUs = std::max(0.0, item.key - cursor);
                 cursor = std::max(cursor, item.key);
@@ -604,9 +613,8 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
                 }
                 auto syncIt = syncOfCall.find(item.event);
                 const KinetoSyncLink* sync =
-                    syncIt != syncOfCall.end() && !syncIt->second->awaited.empty()
-                        ? syncIt->second
-                        : nullptr;
+                    syncIt != syncOfCall.end() && !syncIt->second->awaited.empty() ? syncIt->second
+                                                                                   : nullptr;
                 auto gpuIt = gpuOfCall.find(item.event);
                 auto recIt = eventOfRecord.find(item.event);
                 auto waitIt = waitsOfCall.find(item.event);
@@ -637,9 +645,9 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
                         for (uint32_t gi : gpuIt->second)
                         {
                             Op op = gpuOp(gi, t);
-                            bool blocking = std::find(sync->awaited.begin(),
-                                                      sync->awaited.end(),
-                                                      gi) != sync->awaited.end();
+                            bool blocking =
+                                std::find(sync->awaited.begin(), sync->awaited.end(), gi) !=
+                                sync->awaited.end();
                             op.async = !(blocking && opt.gpuCpu);
                             op.cpuUs = first ? pre : 0;
                             first = false;
@@ -767,19 +775,20 @@ ReadKinetoJob(const std::vector<std::string>& files, const KinetoGraphOptions& o
         }
         if (!seen.insert(static_cast<uint32_t>(trace.rank)).second)
         {
-            throw TraceFormatError(files[k], 0, "rank " + std::to_string(trace.rank) +
-                                                    " appears in more than one file");
+            throw TraceFormatError(files[k],
+                                   0,
+                                   "rank " + std::to_string(trace.rank) +
+                                       " appears in more than one file");
         }
         KinetoGraph graph = BuildKinetoGraph(trace, options);
         job.ranks.push_back(KinetoToRankTrace(trace, graph));
         job.metadata["file." + std::to_string(trace.rank)] = files[k];
     }
-    std::sort(job.ranks.begin(), job.ranks.end(),
-              [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
+    std::sort(job.ranks.begin(), job.ranks.end(), [](const RankTrace& a, const RankTrace& b) {
+        return a.rank < b.rank;
+    });
     return job;
 }
-
-
 
 } // namespace gpusim
 } // namespace ns3

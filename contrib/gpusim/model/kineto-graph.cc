@@ -1,6 +1,5 @@
 // Execution graph of a Kineto trace: the four dependency kinds (see doc/kineto-replay.md).
 #include "ns3/kineto-trace.h"
-
 #include "ns3/log.h"
 
 #include <algorithm>
@@ -84,7 +83,6 @@ ClassifyCall(std::string_view name)
     }
     return CallClass::Other;
 }
-
 
 /// GPU ops in the order of their launch calls (launch ts, then GPU start), for queries like
 /// "last op launched on stream S before time t".
@@ -208,10 +206,10 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
                 double start = ev[i].tsUs;
                 if (start - prevEnd > options.gapThresholdUs)
                 {
-                    auto it = std::upper_bound(ends.begin(),
-                                               ends.end(),
-                                               start,
-                                               [](double t, const EndEntry& e) { return t < e.end; });
+                    auto it = std::upper_bound(
+                        ends.begin(), ends.end(), start, [](double t, const EndEntry& e) {
+                            return t < e.end;
+                        });
                     while (it != ends.begin())
                     {
                         --it;
@@ -424,12 +422,10 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
         // threads of the process) whose stream satisfies `want`.
         auto findRecord = [&](auto want, int64_t& best, StreamKey& bestStream) {
             auto search = [&](const std::vector<Record>& list) {
-                auto it = std::lower_bound(list.begin(),
-                                           list.end(),
-                                           ev[w].tsUs,
-                                           [&](const Record& r, double t) {
-                                               return ev[r.call].tsUs < t;
-                                           });
+                auto it = std::lower_bound(
+                    list.begin(), list.end(), ev[w].tsUs, [&](const Record& r, double t) {
+                        return ev[r.call].tsUs < t;
+                    });
                 // Bounded walk back keeps this linear on traces with many records.
                 for (int steps = 0; it != list.begin() && steps < 256; ++steps)
                 {
@@ -548,9 +544,9 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
         g.crossStream.push_back(link);
     }
     g.crossStreamMethod = fromSync == 0 && inferred == 0 ? CrossStreamMethod::None
-                          : inferred == 0               ? CrossStreamMethod::CudaSync
-                          : fromSync == 0               ? CrossStreamMethod::Inferred
-                                                        : CrossStreamMethod::Mixed;
+                          : inferred == 0                ? CrossStreamMethod::CudaSync
+                          : fromSync == 0                ? CrossStreamMethod::Inferred
+                                                         : CrossStreamMethod::Mixed;
 
     // ---- GPU -> CPU: blocking calls wait for the GPU work they name. ----
     std::unordered_map<uint32_t, std::vector<uint32_t>> gpuOfCall;
@@ -661,8 +657,8 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
             {
                 // An async copy into pageable host memory returns only when done.
                 if (ev[gop].category == KinetoCategory::Memcpy &&
-                    (blocking || (Contains(ev[gop].name, "DtoH") &&
-                                  Contains(ev[gop].name, "Pageable"))))
+                    (blocking ||
+                     (Contains(ev[gop].name, "DtoH") && Contains(ev[gop].name, "Pageable"))))
                 {
                     link.awaited.push_back(gop);
                     link.stream = ev[gop].stream;
@@ -681,12 +677,11 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
         // The call returned after what it waited for: an awaited op recorded as ending later
         // means the stream (or event) was inferred wrongly; such a call did not wait for it.
         const double toleranceUs = 5.0;
-        link.awaited.erase(std::remove_if(link.awaited.begin(),
-                                          link.awaited.end(),
-                                          [&](uint32_t a) {
-                                              return ev[a].EndUs() > call.EndUs() + toleranceUs;
-                                          }),
-                           link.awaited.end());
+        link.awaited.erase(
+            std::remove_if(link.awaited.begin(),
+                           link.awaited.end(),
+                           [&](uint32_t a) { return ev[a].EndUs() > call.EndUs() + toleranceUs; }),
+            link.awaited.end());
         if (link.awaited.empty())
         {
             continue;
@@ -706,7 +701,6 @@ BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options)
                          << g.counts.gpuGpu << " cross-stream " << ToString(g.crossStreamMethod));
     return g;
 }
-
 
 } // namespace gpusim
 } // namespace ns3

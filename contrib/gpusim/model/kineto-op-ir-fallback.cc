@@ -12,11 +12,11 @@ namespace gpusim
 
 __attribute__((weak)) TraceFormatError::TraceFormatError(const std::string& file,
                                                          uint64_t line,
-                                                         const std::string& reason)
-    : std::runtime_error(file + ":" + std::to_string(line) + ": " + reason),
-      m_file(file),
-      m_line(line),
-      m_reason(reason)
+                                                         const std::string& reason) :
+    std::runtime_error(file + ":" + std::to_string(line) + ": " + reason),
+    m_file(file),
+    m_line(line),
+    m_reason(reason)
 {
 }
 

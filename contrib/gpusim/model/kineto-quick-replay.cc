@@ -30,7 +30,7 @@ ReplayRecordedDurations(const RankTrace& rank)
     {
         std::vector<const Op*> ops;
         size_t pos = 0;
-        double clock = 0;   //!< when the previous op returned
+        double clock = 0; //!< when the previous op returned
         bool blocked = false;
     };
     std::vector<Thread> threads;
@@ -39,9 +39,9 @@ ReplayRecordedDurations(const RankTrace& rank)
         threads.push_back(Thread{std::move(ops)});
     }
 
-    std::unordered_map<int64_t, double> streamTail;   // completion of the last op per stream
-    std::unordered_map<uint64_t, double> eventTime;   // completion of the latest record
-    std::unordered_map<uint64_t, double> signalTime;  // cross-thread tokens
+    std::unordered_map<int64_t, double> streamTail;  // completion of the last op per stream
+    std::unordered_map<uint64_t, double> eventTime;  // completion of the latest record
+    std::unordered_map<uint64_t, double> signalTime; // cross-thread tokens
     struct Range
     {
         double begin = -1;

@@ -37,11 +37,11 @@ struct QuickReplayIteration
 struct QuickReplayResult
 {
     std::vector<QuickReplayIteration> iterations; //!< ProfilerStep-like marker ranges, in order
-    double makespanUs = 0;   //!< time when the last host op or GPU op finished
+    double makespanUs = 0;                        //!< time when the last host op or GPU op finished
     uint64_t opsExecuted = 0;
     std::vector<double> startUs; //!< per op of the RankTrace: GPU start (device ops) or issue time
     std::vector<double> endUs;   //!< per op: GPU end (device ops) or when the host continued
-    bool complete = true;    //!< false: some thread waited forever (reported in `stuck`)
+    bool complete = true;        //!< false: some thread waited forever (reported in `stuck`)
     std::string stuck;
 };
 

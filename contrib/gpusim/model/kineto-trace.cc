@@ -131,18 +131,16 @@ HashId(std::string_view s)
 class JsonReader
 {
   public:
-    JsonReader(const std::string& name, const char* base, size_t len)
-        : m_name(name),
-          m_base(base),
-          m_len(len)
+    JsonReader(const std::string& name, const char* base, size_t len) :
+        m_name(name),
+        m_base(base),
+        m_len(len)
     {
     }
 
     [[noreturn]] void Fail(uint64_t offset, const std::string& what) const
     {
-        throw TraceFormatError(m_name,
-                               offset,
-                               "offset " + std::to_string(offset) + ": " + what);
+        throw TraceFormatError(m_name, offset, "offset " + std::to_string(offset) + ": " + what);
     }
 
     [[noreturn]] void FailJson(od::document& doc, simdjson::error_code e, const std::string& ctx)
@@ -318,7 +316,8 @@ class JsonReader
             {
                 od::field field;
                 std::string_view key;
-                if ((err = std::move(fieldResult).get(field)) || (err = field.unescaped_key().get(key)))
+                if ((err = std::move(fieldResult).get(field)) ||
+                    (err = field.unescaped_key().get(key)))
                 {
                     FailJson(doc, err, "'deviceProperties' entry: ");
                 }
@@ -629,7 +628,8 @@ class JsonReader
             {
                 if (!GetInteger(value, *intTarget, err))
                 {
-                    FailJson(doc, err, EventCtx(index, std::string("args." + std::string(key)).c_str()));
+                    FailJson(
+                        doc, err, EventCtx(index, std::string("args." + std::string(key)).c_str()));
                 }
             }
             else if (strTarget)
@@ -637,7 +637,8 @@ class JsonReader
                 std::string_view s;
                 if ((err = value.get_string().get(s)))
                 {
-                    FailJson(doc, err, EventCtx(index, std::string("args." + std::string(key)).c_str()));
+                    FailJson(
+                        doc, err, EventCtx(index, std::string("args." + std::string(key)).c_str()));
                 }
                 strTarget->assign(s.data(), s.size());
             }
@@ -681,7 +682,8 @@ class JsonReader
             {
                 od::field field;
                 std::string_view key;
-                if ((err = std::move(fieldResult).get(field)) || (err = field.unescaped_key().get(key)))
+                if ((err = std::move(fieldResult).get(field)) ||
+                    (err = field.unescaped_key().get(key)))
                 {
                     FailJson(doc, err, "event " + std::to_string(index) + ": ");
                 }
@@ -1025,8 +1027,8 @@ ParseKinetoJson(const std::string& json, const std::string& name)
         }
         trace.events = std::move(events);
     }
-    NS_LOG_INFO("read " << name << ": " << trace.events.size() << " events, "
-                        << trace.flows.size() << " flows, rank " << trace.rank);
+    NS_LOG_INFO("read " << name << ": " << trace.events.size() << " events, " << trace.flows.size()
+                        << " flows, rank " << trace.rank);
     return trace;
 }
 

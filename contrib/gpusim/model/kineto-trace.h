@@ -51,14 +51,14 @@ enum class KinetoSyncKind : uint8_t
 /// Collective metadata PyTorch attaches to NCCL kernels and record_param_comms ops.
 struct KinetoCollectiveArgs
 {
-    bool present = false;    //!< true when "Collective name" was found
-    std::string name;        //!< "Collective name", e.g. "allreduce", "_allgather_base"
-    std::string dtype;       //!< "dtype", e.g. "Float", "BFloat16"
-    std::string pgName;      //!< "Process Group Name"
-    std::string pgRanks;     //!< "Process Group Ranks", e.g. "[0, 1]"
-    int64_t inNelems = -1;   //!< "In msg nelems"
-    int64_t outNelems = -1;  //!< "Out msg nelems"
-    int64_t groupSize = -1;  //!< "Group size"
+    bool present = false;   //!< true when "Collective name" was found
+    std::string name;       //!< "Collective name", e.g. "allreduce", "_allgather_base"
+    std::string dtype;      //!< "dtype", e.g. "Float", "BFloat16"
+    std::string pgName;     //!< "Process Group Name"
+    std::string pgRanks;    //!< "Process Group Ranks", e.g. "[0, 1]"
+    int64_t inNelems = -1;  //!< "In msg nelems"
+    int64_t outNelems = -1; //!< "Out msg nelems"
+    int64_t groupSize = -1; //!< "Group size"
 };
 
 /// One complete ("X") or instant ("i") event that the reader keeps.
@@ -191,8 +191,8 @@ struct KinetoDependencyCounts
     uint64_t cpuGpu = 0;
     uint64_t gpuCpu = 0;
     uint64_t gpuGpu = 0;
-    uint64_t interThread = 0;           //!< part of cpuCpu
-    uint64_t crossStream = 0;           //!< part of gpuGpu
+    uint64_t interThread = 0;             //!< part of cpuCpu
+    uint64_t crossStream = 0;             //!< part of gpuGpu
     uint64_t crossStreamFromCudaSync = 0; //!< cross-stream edges taken from cuda_sync events
     uint64_t crossStreamInferred = 0;     //!< cross-stream edges inferred from call order
 };
@@ -212,32 +212,32 @@ const char* ToString(DepKind k);
 /// A cudaEventRecord -> cudaStreamWaitEvent pair crossing streams.
 struct KinetoCrossStreamLink
 {
-    uint32_t recordCall = 0;  //!< runtime event of cudaEventRecord
-    uint32_t waitCall = 0;    //!< runtime event of cudaStreamWaitEvent
+    uint32_t recordCall = 0; //!< cudaEventRecord call (the wait call itself when none is traced)
+    uint32_t waitCall = 0;   //!< runtime event of cudaStreamWaitEvent
     int64_t recordStream = -1;
     int64_t waitStream = -1;
-    int64_t fromGpu = -1;     //!< last GPU op on recordStream launched before the record
-    int64_t toGpu = -1;       //!< first GPU op on waitStream launched after the wait
+    int64_t fromGpu = -1; //!< last GPU op on recordStream launched before the record
+    int64_t toGpu = -1;   //!< first GPU op on waitStream launched after the wait
     bool fromCudaSync = false;
 };
 
 /// A host call that blocks until GPU work is done.
 struct KinetoSyncLink
 {
-    uint32_t call = 0;        //!< runtime event index
+    uint32_t call = 0; //!< runtime event index
     DepDetail what = DepDetail::StreamSync;
-    int64_t stream = -1;      //!< awaited stream (StreamSync, EventSync, SyncCopy)
-    int64_t recordCall = -1;  //!< EventSync: the cudaEventRecord being waited for
+    int64_t stream = -1;           //!< awaited stream (StreamSync, EventSync, SyncCopy)
+    int64_t recordCall = -1;       //!< EventSync: the cudaEventRecord being waited for
     std::vector<uint32_t> awaited; //!< GPU ops the call waited for (one per stream)
-    double awaitedEndUs = -1; //!< latest end of the awaited ops (recorded), -1 if none
+    double awaitedEndUs = -1;      //!< latest end of the awaited ops (recorded), -1 if none
 };
 
 /// An inter-thread edge by the gap rule: `to` (on one thread) waits for `from` (another).
 struct KinetoThreadLink
 {
-    uint32_t from = 0;      //!< latest top-level op of another thread ending in the gap
-    uint32_t to = 0;        //!< first top-level op after the gap
-    double idleFromUs = 0;  //!< end of the previous top-level op of `to`'s thread
+    uint32_t from = 0;     //!< latest top-level op of another thread ending in the gap
+    uint32_t to = 0;       //!< first top-level op after the gap
+    double idleFromUs = 0; //!< end of the previous top-level op of `to`'s thread
 };
 
 /// The execution graph of one trace.

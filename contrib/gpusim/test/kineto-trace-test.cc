@@ -3,7 +3,6 @@
 #include "ns3/kineto-quick-replay.h"
 #include "ns3/kineto-trace.h"
 
-#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <string>
@@ -24,7 +24,8 @@ namespace
 
 const std::string kDir = GPUSIM_SHARED_DIR "/data/kineto/";
 const std::string kNccl = kDir + "hta_nccl_parser_config__nccl_data.json.gz";
-const std::string kEventSync = kDir + "hta_critical_path__cuda_event_sync__event_sync_trace.json.gz";
+const std::string kEventSync =
+    kDir + "hta_critical_path__cuda_event_sync__event_sync_trace.json.gz";
 const std::string kMultiStream =
     kDir + "hta_critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz";
 const std::string kAlexnet =
@@ -189,9 +190,8 @@ TEST(KinetoReader, ParsesEverySharedTrace)
         const auto& t = Trace(f);
         EXPECT_GT(t.events.size(), 10u);
         EXPECT_GT(t.jsonBytes, 1000u);
-        size_t gpu = std::count_if(t.events.begin(), t.events.end(), [](const KinetoEvent& e) {
-            return e.IsGpu();
-        });
+        size_t gpu = std::count_if(
+            t.events.begin(), t.events.end(), [](const KinetoEvent& e) { return e.IsGpu(); });
         EXPECT_GT(gpu, 0u);
         for (size_t i = 1; i < t.events.size(); ++i)
         {
@@ -238,8 +238,8 @@ TEST(KinetoReader, OldAndNewTimeFormats)
     uint64_t hipCopies = 0;
     for (const auto& e : mi300.events)
     {
-        hipCopies += e.category == KinetoCategory::Runtime && e.name == "hipMemcpyAsync" &&
-                     e.bytes > 0;
+        hipCopies +=
+            e.category == KinetoCategory::Runtime && e.name == "hipMemcpyAsync" && e.bytes > 0;
     }
     EXPECT_GT(hipCopies, 0u);
 }
@@ -355,8 +355,11 @@ TEST(KinetoGraph, CrossStreamEdgesFromCudaSync)
     int64_t copy = FindByCorrelation(es, KinetoCategory::Memcpy, 1511);
     int64_t ssync = FindByCorrelation(es, KinetoCategory::Runtime, 1512);
     EXPECT_TRUE(HasEdge(ge, copy, ssync, DepKind::GpuCpu, DepDetail::StreamSync) ||
-                HasEdge(ge, copy, FindByCorrelation(es, KinetoCategory::Runtime, 1511),
-                        DepKind::GpuCpu, DepDetail::SyncCopy));
+                HasEdge(ge,
+                        copy,
+                        FindByCorrelation(es, KinetoCategory::Runtime, 1511),
+                        DepKind::GpuCpu,
+                        DepDetail::SyncCopy));
 
     // alexnet: every cross-stream pair taken from cuda_sync matches that event's streams.
     const auto& a = Trace(kAlexnet);
@@ -543,7 +546,9 @@ TEST(KinetoReplay, EachDependencyKindIsLoadBearing)
     auto makespan = [](const std::string& f, const KinetoGraphOptions& o) {
         return Replay(f, o).makespanUs;
     };
-    auto change = [](double a, double b) { return std::fabs(a - b) / b; };
+    auto change = [](double a, double b) {
+        return std::fabs(a - b) / b;
+    };
     const KinetoGraphOptions all;
     KinetoGraphOptions o;
     // CPU->CPU: the main thread waits for the autograd thread in backward.
@@ -654,13 +659,14 @@ TEST(KinetoReader, BadInputThrowsTraceFormatError)
         EXPECT_NE(e.Reason().find("traceEvents"), std::string::npos) << e.Reason();
     }
     // Wrong types: non-numeric ts / dur, object where an array is expected, bad args.
-    for (const char* ev :
-         {R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":"10","dur":5})",
-          R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":null})",
-          R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":{"correlation":"abc"}})",
-          R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":[1]})",
-          R"({"ph":"X","cat":"kernel","name":7,"pid":0,"tid":7,"ts":10,"dur":5})",
-          R"({"ph":"X","cat":"kernel","name":"k","pid":[],"tid":7,"ts":10,"dur":5})"})
+    for (
+        const char* ev :
+        {R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":"10","dur":5})",
+         R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":null})",
+         R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":{"correlation":"abc"}})",
+         R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":5,"args":[1]})",
+         R"({"ph":"X","cat":"kernel","name":7,"pid":0,"tid":7,"ts":10,"dur":5})",
+         R"({"ph":"X","cat":"kernel","name":"k","pid":[],"tid":7,"ts":10,"dur":5})"})
     {
         SCOPED_TRACE(ev);
         std::string doc = Doc(std::string(kGoodEvent) + "," + ev);
@@ -674,7 +680,8 @@ TEST(KinetoReader, BadInputThrowsTraceFormatError)
     }
     // Negative duration.
     {
-        std::string ev = R"({"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":1,"ts":10,"dur":-3})";
+        std::string ev =
+            R"({"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":1,"ts":10,"dur":-3})";
         auto e = ExpectFormatError(dir.Write("negative.json", Doc(ev)));
         EXPECT_NE(e.Reason().find("negative"), std::string::npos) << e.Reason();
     }
