@@ -897,6 +897,46 @@ KinetoTrace::AbsoluteStartUs() const
     return startUs;
 }
 
+namespace
+{
+
+/// Guess of the uncompressed size: the gzip trailer's ISIZE (size mod 2^32 of the last member,
+/// exact for the usual single-member .gz below 4 GiB) or the file size for plain text.
+size_t
+ExpectedTextSize(const std::string& path)
+{
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f)
+    {
+        return 0;
+    }
+    unsigned char magic[2] = {0, 0};
+    size_t guess = 0;
+    if (std::fread(magic, 1, 2, f) == 2 && std::fseek(f, 0, SEEK_END) == 0)
+    {
+        long fileSize = std::ftell(f);
+        unsigned char trailer[4];
+        if (magic[0] == 0x1f && magic[1] == 0x8b && fileSize >= 18 &&
+            std::fseek(f, -4, SEEK_END) == 0 && std::fread(trailer, 1, 4, f) == 4)
+        {
+            uint32_t isize = trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) |
+                             (static_cast<uint32_t>(trailer[3]) << 24);
+            // A damaged or multi-member file may lie: deflate expands at most ~1032:1, and
+            // the read loop grows the buffer when the guess is short.
+            uint64_t bound = static_cast<uint64_t>(fileSize) * 1032;
+            guess = static_cast<size_t>(std::min<uint64_t>(isize, bound)) + 1;
+        }
+        else if (fileSize > 0)
+        {
+            guess = static_cast<size_t>(fileSize) + 1;
+        }
+    }
+    std::fclose(f);
+    return guess;
+}
+
+} // namespace
+
 std::string
 LoadKinetoText(const std::string& path)
 {
@@ -909,7 +949,9 @@ LoadKinetoText(const std::string& path)
     gzbuffer(gz, 1 << 18);
     std::string text;
     size_t size = 0;
-    size_t capacity = 1 << 20;
+    // Size the buffer once: growing a multi-MB string by doubling costs more (copies and page
+    // faults) than inflating it.
+    size_t capacity = std::max<size_t>(ExpectedTextSize(path), 1 << 16);
     text.resize(capacity + simdjson::SIMDJSON_PADDING);
     while (true)
     {
