@@ -582,6 +582,12 @@ TEST(KinetoReader, PlainJsonAndOutOfOrderEvents)
     const auto& b = Trace(kEventSync);
     EXPECT_EQ(a.events.size(), b.events.size());
     EXPECT_EQ(a.flows.size(), b.flows.size());
+    // An empty event list is a valid (empty) trace (regression: found by the fuzzer).
+    auto none = ReadKinetoTrace(dir.Write("none.json", Doc("")));
+    EXPECT_TRUE(none.events.empty());
+    auto noneReplay = ReplayRecordedDurations(KinetoToRankTrace(none, BuildKinetoGraph(none)));
+    EXPECT_TRUE(noneReplay.complete);
+    EXPECT_EQ(noneReplay.opsExecuted, 0u);
     // Events in reverse file order: the reader sorts them, so graph and replay agree.
     std::string events;
     std::vector<std::string> list = {
