@@ -138,7 +138,9 @@ PacketBackend::GetTypeId()
                           MakeTimeAccessor(&PacketBackend::m_sampleInterval),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("EnableFlowMonitor",
-                          "Install an ns-3 FlowMonitor on the hosts",
+                          "Install an ns-3 FlowMonitor on the hosts. ns-3's FlowMonitor checks "
+                          "for lost packets every second forever, so the run then needs a "
+                          "Simulator::Stop",
                           BooleanValue(false),
                           MakeBooleanAccessor(&PacketBackend::m_flowMonitor),
                           MakeBooleanChecker())

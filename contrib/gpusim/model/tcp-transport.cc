@@ -4,10 +4,13 @@
 #include "ns3/enum.h"
 #include "ns3/inet-socket-address.h"
 #include "ns3/log.h"
+#include "ns3/object-factory.h"
 #include "ns3/packet.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-congestion-ops.h"
+#include "ns3/tcp-cubic.h"
+#include "ns3/tcp-dctcp.h"
 #include "ns3/tcp-header.h"
 #include "ns3/tcp-l4-protocol.h"
 #include "ns3/tcp-socket-base.h"
@@ -73,6 +76,46 @@ GetU64(const uint8_t* b)
     return v;
 }
 
+/// Every TcpCongestionOps this ns-3 has, by TypeId. Debian's ns-3 3.37 declares TcpCubic's
+/// TypeId parent as TcpSocketBase (and registers it lazily), so besides the TypeId tree the
+/// TypeIds under TcpSocketBase are instantiated once and checked with a dynamic cast.
+const std::vector<TypeId>&
+CongestionControlTypes()
+{
+    static const std::vector<TypeId> types = [] {
+        TcpCubic::GetTypeId(); // registers it
+        const TypeId base = TcpCongestionOps::GetTypeId();
+        const TypeId object = Object::GetTypeId();
+        std::vector<TypeId> out;
+        for (uint16_t i = 0; i < TypeId::GetRegisteredN(); ++i)
+        {
+            const TypeId t = TypeId::GetRegistered(i);
+            if (t == base || !t.HasConstructor() || !t.IsChildOf(object))
+            {
+                continue;
+            }
+            if (t.IsChildOf(base))
+            {
+                out.push_back(t);
+                continue;
+            }
+            if (t.IsChildOf(TcpSocketBase::GetTypeId()))
+            {
+                ObjectFactory f;
+                f.SetTypeId(t);
+                Ptr<Object> o = f.Create();
+                if (dynamic_cast<TcpCongestionOps*>(PeekPointer(o)))
+                {
+                    out.push_back(t);
+                }
+                o->Dispose();
+            }
+        }
+        return out;
+    }();
+    return types;
+}
+
 } // namespace
 
 TypeId
@@ -136,7 +179,7 @@ TcpTransport::GetTypeId()
 }
 
 TcpTransport::TcpTransport()
-    : m_cc(TypeId::LookupByName("ns3::TcpDctcp"))
+    : m_cc(TcpDctcp::GetTypeId())
 {
 }
 
@@ -158,14 +201,9 @@ std::vector<std::string>
 TcpTransport::AvailableCongestionControls()
 {
     std::vector<std::string> out;
-    const TypeId base = TcpCongestionOps::GetTypeId();
-    for (uint16_t i = 0; i < TypeId::GetRegisteredN(); ++i)
+    for (const TypeId& t : CongestionControlTypes())
     {
-        const TypeId t = TypeId::GetRegistered(i);
-        if (t != base && t.IsChildOf(base) && t.HasConstructor())
-        {
-            out.push_back(ShortCcName(t.GetName()));
-        }
+        out.push_back(ShortCcName(t.GetName()));
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -174,24 +212,22 @@ TcpTransport::AvailableCongestionControls()
 TypeId
 TcpTransport::ResolveCongestionControl(const std::string& name)
 {
-    const TypeId base = TcpCongestionOps::GetTypeId();
-    TypeId t;
-    // Exact TypeId names first (an unknown name must not reach LookupByName: Debian's ns-3
-    // has asserts compiled out and would crash instead of aborting).
+    // LookupByNameFailSafe, never LookupByName: Debian's ns-3 has asserts compiled out and
+    // would crash on an unknown name instead of aborting.
+    const auto& types = CongestionControlTypes();
     for (const std::string& candidate : {name, "ns3::" + name, "ns3::Tcp" + name})
     {
-        if (TypeId::LookupByNameFailSafe(candidate, &t) && t != base && t.IsChildOf(base) &&
-            t.HasConstructor())
+        TypeId t;
+        if (TypeId::LookupByNameFailSafe(candidate, &t) &&
+            std::find(types.begin(), types.end(), t) != types.end())
         {
             return t;
         }
     }
     const std::string want = Lower(ShortCcName(name));
-    for (uint16_t i = 0; i < TypeId::GetRegisteredN(); ++i)
+    for (const TypeId& t : types)
     {
-        t = TypeId::GetRegistered(i);
-        if (t != base && t.IsChildOf(base) && t.HasConstructor() &&
-            Lower(ShortCcName(t.GetName())) == want)
+        if (Lower(ShortCcName(t.GetName())) == want)
         {
             return t;
         }
