@@ -1,6 +1,8 @@
 #include "ns3/tcp-transport.h"
 
 #include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/data-rate.h"
 #include "ns3/enum.h"
 #include "ns3/inet-socket-address.h"
 #include "ns3/log.h"
@@ -332,6 +334,33 @@ TcpTransport::Install(const std::vector<Ptr<Node>>& hosts,
     // IP (20) + TCP (20) headers; no options on data segments (no timestamps, SACK blocks only
     // ride on the receiver's ACKs), so segments never exceed the MTU.
     m_mss = mtu - 40;
+    // Pacing (BBR turns it on) is capped by TcpSocketState::MaxPacingRate, 4 Gbit/s by default
+    // and only settable as a default: raise it (never lower it) above the fastest NIC.
+    double fastest = 0;
+    for (const Ptr<Node>& h : hosts)
+    {
+        for (uint32_t d = 0; d < h->GetNDevices(); ++d)
+        {
+            DataRateValue rate;
+            if (h->GetDevice(d)->GetAttributeFailSafe("DataRate", rate))
+            {
+                fastest = std::max(fastest, double(rate.Get().GetBitRate()));
+            }
+        }
+    }
+    TypeId stateTid = TcpSocketState::GetTypeId();
+    TypeId::AttributeInformation info;
+    if (stateTid.LookupAttributeByName("MaxPacingRate", &info))
+    {
+        DataRateValue current;
+        current.DeserializeFromString(info.initialValue->SerializeToString(info.checker),
+                                      info.checker);
+        if (double(current.Get().GetBitRate()) < 2 * fastest)
+        {
+            Config::SetDefault("ns3::TcpSocketState::MaxPacingRate",
+                               DataRateValue(DataRate(uint64_t(2 * fastest))));
+        }
+    }
     for (size_t i = 0; i < hosts.size(); ++i)
     {
         Ptr<TcpL4Protocol> tcp = hosts[i]->GetObject<TcpL4Protocol>();
