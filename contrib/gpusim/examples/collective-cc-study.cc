@@ -6,7 +6,7 @@
  * Prints a table and writes two CSVs: one row per run, and the occupancy time series of each
  * run's hottest switch queue (plot them with plot-cc-study.py).
  *
- *   gpusim-collective-cc-study --ccs=NewReno,Cubic,Dctcp,Bbr --queues=fifo,red-ecn \
+ *   gpusim-collective-cc-study --ccs=NewReno,Cubic,Dctcp,Bbr --queues=fifo,red-ecn,step-ecn \
  *       --bytes=8M --gbps=100 --csv=cc-study.csv --series=cc-study-series.csv
  */
 #include "ns3/cluster-spec.h"
@@ -143,7 +143,7 @@ int
 main(int argc, char** argv)
 {
     std::string ccs = "NewReno,Cubic,Dctcp,Bbr";
-    std::string queues = "fifo,red-ecn";
+    std::string queues = "fifo,red-ecn,step-ecn";
     std::string bytes = "8M";
     std::string incast = "4M";
     double gbps = 100;
