@@ -83,6 +83,12 @@ EcmpFlowRouting::GetNextHops(uint32_t host) const
 }
 
 void
+EcmpFlowRouting::SetLocalHost(uint32_t host)
+{
+    m_localHost = host;
+}
+
+void
 EcmpFlowRouting::SetSalt(uint64_t salt)
 {
     m_salt = Mix64(salt);
@@ -220,9 +226,15 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
                             ErrorCallback ecb)
 {
     const Ipv4Address dst = header.GetDestination();
-    const int32_t iif = m_ipv4->GetInterfaceForDevice(idev);
-    if (m_ipv4->IsDestinationAddress(dst, iif))
+    const uint32_t host = dst.Get() - m_firstHost;
+    // Fast path for the usual case, a host address: forward unless it is ours. Anything else
+    // (interface addresses, broadcast) goes through the generic interface check.
+    const bool hostAddress = host < m_nHosts;
+    if ((hostAddress && host == m_localHost) ||
+        (!hostAddress &&
+         m_ipv4->IsDestinationAddress(dst, m_ipv4->GetInterfaceForDevice(idev))))
     {
+        const int32_t iif = m_ipv4->GetInterfaceForDevice(idev);
         if (!lcb.IsNull())
         {
             lcb(p, header, iif);
@@ -230,12 +242,7 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
         }
         return false;
     }
-    if (dst.IsMulticast() || dst.IsBroadcast())
-    {
-        return false;
-    }
-    const uint32_t host = dst.Get() - m_firstHost;
-    if (host >= m_nHosts || m_hops[host].empty())
+    if (!hostAddress || m_hops[host].empty())
     {
         NS_LOG_LOGIC("cannot forward to " << dst);
         return false;

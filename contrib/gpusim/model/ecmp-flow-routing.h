@@ -37,6 +37,8 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     void SetNextHops(uint32_t host, const std::vector<uint32_t>& interfaces);
     /// Equal-cost output interfaces towards host h (empty when unreachable or not set).
     std::vector<uint32_t> GetNextHops(uint32_t host) const;
+    /// Marks this node as host h (its own address: delivered locally without a lookup).
+    void SetLocalHost(uint32_t host);
     /// Per-node hash salt, so that consecutive switches do not make correlated choices.
     void SetSalt(uint64_t salt);
 
@@ -83,6 +85,7 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     std::vector<std::vector<uint32_t>> m_hops;  //!< per host: equal-cost output interfaces
     std::vector<Ptr<Ipv4Route>> m_routeCache;   //!< per interface: prebuilt route
     uint64_t m_salt = 0;                        //!< per-node hash salt
+    uint32_t m_localHost = UINT32_MAX;          //!< host index of this node, if a host
     uint64_t m_forwarded = 0;                   //!< packets forwarded
     TracedCallback<uint32_t, const Ipv4Header&, uint16_t, uint16_t> m_pathChoice; //!< per packet
 };

@@ -554,6 +554,7 @@ PacketBackend::BuildRoutes()
                 DynamicCast<EcmpFlowRouting>(m_vertexNode[v]->GetObject<Ipv4>()->GetRoutingProtocol());
             r->SetHostAddressing(Ipv4Address(kFirstHostAddress), nHosts);
             r->SetSalt((uint64_t(m_ecmpSeed) << 32) ^ v);
+            r->SetLocalHost(m_vertexHost[v]);
             m_routing[v] = r;
         }
     }

@@ -67,8 +67,9 @@ class PacketBackend : public NetworkBackend
     /// the transport must be configured before. Throws std::invalid_argument on bad settings.
     void Build();
     bool IsBuilt() const;
-    /// Streams for the queue discs' random variables (RED, PIE, COBALT), so that runs are
-    /// reproducible within one process too. Returns the number of streams used.
+    /// First stream for the queue discs' random variables (RED, PIE, COBALT; default 1000), so
+    /// that runs are reproducible within one process too. Call before Build. Returns an upper
+    /// bound of the streams used (one per directed link).
     int64_t AssignStreams(int64_t stream);
 
     // ---- the ns-3 network (valid after Build) ----

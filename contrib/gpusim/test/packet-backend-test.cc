@@ -246,6 +246,16 @@ TEST_F(PacketBackendTest, DctcpWithRedEcnMarksAndQueuesLessThanCubicWithFifo)
                                   << cubicQ << " B";
 }
 
+TEST_F(PacketBackendTest, ClassicEcnGetsCubicMarkedInsteadOfDropped)
+{
+    Ptr<PacketBackend> pkt = MakePacket(Topology(Spec(8, 100)), "cubic", "step-ecn");
+    pkt->GetTransport()->SetAttribute("ClassicEcn", BooleanValue(true));
+    EXPECT_TRUE(pkt->GetTransport()->UsesEcn());
+    auto d = Incast(pkt, 7, 2 << 20);
+    EXPECT_EQ(d.size(), 7u);
+    EXPECT_GT(pkt->GetTotalMarks(), 0u);
+}
+
 TEST_F(PacketBackendTest, SameSeedGivesIdenticalResults)
 {
     auto run = [] {
