@@ -161,9 +161,10 @@ RunBare(const gpusim::ClusterSpec& spec, const std::string& cc, const std::strin
             }
             else // red-ecn with the backend's defaults
             {
+                const uint32_t buffer = uint32_t(4194304 * scale);
                 tch.SetRootQueueDisc(
                     "ns3::RedQueueDisc",
-                    "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, uint32_t(4194304 * scale))),
+                    "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, buffer)),
                     "MeanPktSize", UintegerValue(mtu), "QW", DoubleValue(1.0),
                     "MinTh", DoubleValue(400e3 * scale), "MaxTh", DoubleValue(1600e3 * scale),
                     "LInterm", DoubleValue(5.0), "UseEcn", BooleanValue(true),

@@ -216,7 +216,9 @@ main(int argc, char** argv)
     for (const Row& r : rows)
     {
         char line[256];
-        std::snprintf(line, sizeof(line), "%-13s  %-8s  %-8s  %9.1f  %8.1f  %8.1f  %7llu  %6llu  %5llu%s\n",
+        std::snprintf(line,
+                      sizeof(line),
+                      "%-13s  %-8s  %-8s  %9.1f  %8.1f  %8.1f  %7llu  %6llu  %5llu%s\n",
                       r.collective.c_str(), r.cc.c_str(), r.queue.c_str(), r.timeUs, r.p50KB,
                       r.p99KB, (unsigned long long)r.marks, (unsigned long long)r.drops,
                       (unsigned long long)r.retx, r.completed ? "" : "  (did not complete)");

@@ -550,8 +550,8 @@ PacketBackend::BuildRoutes()
     {
         if (m_vertexNode[v])
         {
-            Ptr<EcmpFlowRouting> r =
-                DynamicCast<EcmpFlowRouting>(m_vertexNode[v]->GetObject<Ipv4>()->GetRoutingProtocol());
+            Ptr<Ipv4> ipv4 = m_vertexNode[v]->GetObject<Ipv4>();
+            Ptr<EcmpFlowRouting> r = DynamicCast<EcmpFlowRouting>(ipv4->GetRoutingProtocol());
             r->SetHostAddressing(Ipv4Address(kFirstHostAddress), nHosts);
             r->SetSalt((uint64_t(m_ecmpSeed) << 32) ^ v);
             r->SetLocalHost(m_vertexHost[v]);
