@@ -165,7 +165,7 @@ EcmpFlowRouting::Choose(uint32_t host,
 }
 
 Ptr<Ipv4Route>
-EcmpFlowRouting::RouteVia(uint32_t interface, Ipv4Address dst)
+EcmpFlowRouting::RouteVia(uint32_t interface)
 {
     if (interface >= m_routeCache.size())
     {
@@ -182,8 +182,7 @@ EcmpFlowRouting::RouteVia(uint32_t interface, Ipv4Address dst)
         // Point-to-point links need no next-hop address (no ARP): 0.0.0.0 means "on link".
         r->SetGateway(Ipv4Address::GetZero());
     }
-    // The destination field is informational for unicast; keep the shared object as is.
-    (void)dst;
+    // Shared by all packets: Ipv4L3Protocol reads only the device, gateway and source.
     return r;
 }
 
@@ -213,7 +212,7 @@ EcmpFlowRouting::RouteOutput(Ptr<Packet> p,
         }
     }
     sockerr = Socket::ERROR_NOTERROR;
-    return RouteVia(iface, dst);
+    return RouteVia(iface);
 }
 
 bool
@@ -249,7 +248,7 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
     }
     const uint32_t iface = Choose(host, header, p, header.GetSource());
     ++m_forwarded;
-    ucb(RouteVia(iface, dst), p, header);
+    ucb(RouteVia(iface), p, header);
     return true;
 }
 

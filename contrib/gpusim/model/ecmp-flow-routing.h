@@ -74,7 +74,7 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
 
   private:
     /// Route object for an output interface (built once, shared by all packets).
-    Ptr<Ipv4Route> RouteVia(uint32_t interface, Ipv4Address dst);
+    Ptr<Ipv4Route> RouteVia(uint32_t interface);
     /// Picks among the candidates for `host` by the salted 5-tuple hash of a packet.
     uint32_t Choose(uint32_t host, const Ipv4Header& header, Ptr<const Packet> p,
                     Ipv4Address src);
