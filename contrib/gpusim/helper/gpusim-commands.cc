@@ -7,8 +7,10 @@
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
+#include "ns3/packet-backend.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
 
 #include <chrono>
@@ -121,7 +123,7 @@ const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
                                                "fabric", "oversubscription", "gpu"};
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
-                                            "chunk-bytes"};
+                                            "chunk-bytes", "cc", "queue", "mtu", "buffer"};
 
 /// Builds the cluster spec from --preset / --cluster and the per-field overrides.
 ClusterSpec
@@ -173,11 +175,33 @@ Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
 {
     const std::string name = o.Get("backend", "flow");
+    if (name == "packet")
+    {
+        // Unknown --cc / --queue names throw std::invalid_argument listing the known ones.
+        Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
+        tcp->SetCongestionControl(o.Get("cc", "dctcp"));
+        Ptr<PacketBackend> b = CreateObject<PacketBackend>();
+        b->SetTransport(tcp);
+        b->SetAttribute("QueueDisc", StringValue(o.Get("queue", "red-ecn")));
+        b->SetAttribute("Mtu", UintegerValue(o.Count("mtu", 9000)));
+        if (o.Has("buffer"))
+        {
+            b->SetAttribute("BufferBytes", UintegerValue(ParseBytes(o.Get("buffer", ""))));
+        }
+        b->SetTopology(topo);
+        b->Build(); // report bad settings before anything runs
+        return b;
+    }
     if (name != "flow")
     {
-        throw std::invalid_argument("unknown backend '" + name +
-                                    "' (this build has: flow; the packet backend is not "
-                                    "implemented yet)");
+        throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
+    }
+    for (const char* k : {"cc", "queue", "mtu", "buffer"})
+    {
+        if (o.Has(k))
+        {
+            throw UsageError(std::string("--") + k + " needs --backend packet");
+        }
     }
     Ptr<FlowBackend> b = CreateObject<FlowBackend>();
     b->SetTopology(topo);
@@ -268,7 +292,11 @@ PrintCollectiveUsage(std::ostream& os)
           "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
           "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
           "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
-          "  --backend flow        network backend\n"
+          "  --backend flow|packet network backend (packet: ns-3 TCP over the fabric)\n"
+          "  --cc NAME --queue NAME --mtu BYTES --buffer BYTES   packet backend: TCP congestion\n"
+          "                        control (dctcp, cubic, newreno, bbr, ...), switch queue disc\n"
+          "                        (red-ecn, step-ecn, fifo, red, fq-codel, codel, pie, fq-pie,\n"
+          "                        cobalt), fabric MTU (9000), switch buffer per port\n"
           "  --json FILE           results as JSON\n"
           "  --trace FILE          Chrome/Perfetto trace of the sweep\n"
           "  --quiet               no progress on stderr\n";

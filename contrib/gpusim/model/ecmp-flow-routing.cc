@@ -1,0 +1,316 @@
+#include "ns3/ecmp-flow-routing.h"
+
+#include "ns3/ipv4-header.h"
+#include "ns3/ipv4.h"
+#include "ns3/log.h"
+#include "ns3/net-device.h"
+#include "ns3/node.h"
+#include "ns3/output-stream-wrapper.h"
+#include "ns3/packet.h"
+#include "ns3/trace-source-accessor.h"
+
+#include <limits>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EcmpFlowRouting");
+NS_OBJECT_ENSURE_REGISTERED(EcmpFlowRouting);
+
+namespace
+{
+
+uint64_t
+Mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+constexpr uint8_t kTcp = 6;
+constexpr uint8_t kUdp = 17;
+
+} // namespace
+
+TypeId
+EcmpFlowRouting::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EcmpFlowRouting")
+            .SetParent<Ipv4RoutingProtocol>()
+            .SetGroupName("Gpusim")
+            .AddConstructor<EcmpFlowRouting>()
+            .AddTraceSource("PathChoice",
+                            "A packet was routed: (output interface, IPv4 header, sport, dport)",
+                            MakeTraceSourceAccessor(&EcmpFlowRouting::m_pathChoice),
+                            "ns3::EcmpFlowRouting::PathChoiceTracedCallback");
+    return tid;
+}
+
+EcmpFlowRouting::EcmpFlowRouting() = default;
+
+EcmpFlowRouting::~EcmpFlowRouting() = default;
+
+void
+EcmpFlowRouting::DoDispose()
+{
+    m_ipv4 = nullptr;
+    m_routeCache.clear();
+    m_hops.clear();
+    Ipv4RoutingProtocol::DoDispose();
+}
+
+void
+EcmpFlowRouting::SetHostAddressing(Ipv4Address first, uint32_t nHosts)
+{
+    m_firstHost = first.Get();
+    m_nHosts = nHosts;
+    m_hops.assign(nHosts, {});
+}
+
+void
+EcmpFlowRouting::SetNextHops(uint32_t host, const std::vector<uint32_t>& interfaces)
+{
+    m_hops.at(host) = interfaces;
+}
+
+std::vector<uint32_t>
+EcmpFlowRouting::GetNextHops(uint32_t host) const
+{
+    return host < m_hops.size() ? m_hops[host] : std::vector<uint32_t>();
+}
+
+void
+EcmpFlowRouting::SetLocalHost(uint32_t host)
+{
+    m_localHost = host;
+}
+
+void
+EcmpFlowRouting::SetSalt(uint64_t salt)
+{
+    m_salt = Mix64(salt);
+}
+
+uint64_t
+EcmpFlowRouting::GetForwardedPackets() const
+{
+    return m_forwarded;
+}
+
+uint64_t
+EcmpFlowRouting::HashFiveTuple(uint32_t src,
+                               uint32_t dst,
+                               uint8_t proto,
+                               uint16_t sport,
+                               uint16_t dport)
+{
+    return Mix64((uint64_t(src) << 32 | dst) ^
+                 Mix64(uint64_t(proto) << 32 | uint64_t(sport) << 16 | dport));
+}
+
+uint32_t
+EcmpFlowRouting::PickInterface(Ipv4Address src,
+                               Ipv4Address dst,
+                               uint8_t proto,
+                               uint16_t sport,
+                               uint16_t dport) const
+{
+    const uint32_t host = dst.Get() - m_firstHost;
+    if (host >= m_nHosts || m_hops[host].empty())
+    {
+        return std::numeric_limits<uint32_t>::max();
+    }
+    const std::vector<uint32_t>& c = m_hops[host];
+    if (c.size() == 1)
+    {
+        return c[0];
+    }
+    const uint64_t h = Mix64(HashFiveTuple(src.Get(), dst.Get(), proto, sport, dport) ^ m_salt);
+    return c[h % c.size()];
+}
+
+uint32_t
+EcmpFlowRouting::Choose(uint32_t host,
+                        const Ipv4Header& header,
+                        Ptr<const Packet> p,
+                        Ipv4Address src)
+{
+    const std::vector<uint32_t>& c = m_hops[host];
+    uint16_t sport = 0;
+    uint16_t dport = 0;
+    const uint8_t proto = header.GetProtocol();
+    // TCP and UDP both start with the two ports; IP has been stripped on input and the L4
+    // header is already on the packet on output. Non-first fragments would lack them: the
+    // backend sizes segments to the MTU, so there are none.
+    if (p && (proto == kTcp || proto == kUdp) && p->GetSize() >= 4)
+    {
+        uint8_t b[4];
+        p->CopyData(b, 4);
+        sport = uint16_t(b[0] << 8 | b[1]);
+        dport = uint16_t(b[2] << 8 | b[3]);
+    }
+    uint32_t iface = c[0];
+    if (c.size() > 1)
+    {
+        const uint64_t h =
+            Mix64(HashFiveTuple(src.Get(), header.GetDestination().Get(), proto, sport, dport) ^
+                  m_salt);
+        iface = c[h % c.size()];
+    }
+    m_pathChoice(iface, header, sport, dport);
+    return iface;
+}
+
+Ptr<Ipv4Route>
+EcmpFlowRouting::RouteVia(uint32_t interface)
+{
+    if (interface >= m_routeCache.size())
+    {
+        m_routeCache.resize(interface + 1);
+    }
+    Ptr<Ipv4Route>& r = m_routeCache[interface];
+    if (!r)
+    {
+        r = Create<Ipv4Route>();
+        r->SetOutputDevice(m_ipv4->GetNetDevice(interface));
+        // Hosts source everything from their address (interface 1); on switches the source
+        // of a forwarding route is unused.
+        r->SetSource(m_ipv4->GetAddress(1, 0).GetLocal());
+        // Point-to-point links need no next-hop address (no ARP): 0.0.0.0 means "on link".
+        r->SetGateway(Ipv4Address::GetZero());
+    }
+    // Shared by all packets: Ipv4L3Protocol reads only the device, gateway and source.
+    return r;
+}
+
+Ptr<Ipv4Route>
+EcmpFlowRouting::RouteOutput(Ptr<Packet> p,
+                             const Ipv4Header& header,
+                             Ptr<NetDevice> oif,
+                             Socket::SocketErrno& sockerr)
+{
+    const Ipv4Address dst = header.GetDestination();
+    const uint32_t host = dst.Get() - m_firstHost;
+    if (host >= m_nHosts || m_hops[host].empty())
+    {
+        NS_LOG_LOGIC("no route to " << dst);
+        sockerr = Socket::ERROR_NOROUTETOHOST;
+        return nullptr;
+    }
+    // Locally originated: the source is this host's address (interface 1, the first uplink).
+    const Ipv4Address src = m_ipv4->GetAddress(1, 0).GetLocal();
+    uint32_t iface = Choose(host, header, p, src);
+    if (oif)
+    {
+        const int32_t forced = m_ipv4->GetInterfaceForDevice(oif);
+        if (forced >= 0)
+        {
+            iface = static_cast<uint32_t>(forced);
+        }
+    }
+    sockerr = Socket::ERROR_NOTERROR;
+    return RouteVia(iface);
+}
+
+bool
+EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
+                            const Ipv4Header& header,
+                            Ptr<const NetDevice> idev,
+                            UnicastForwardCallback ucb,
+                            MulticastForwardCallback mcb,
+                            LocalDeliverCallback lcb,
+                            ErrorCallback ecb)
+{
+    const Ipv4Address dst = header.GetDestination();
+    const uint32_t host = dst.Get() - m_firstHost;
+    // Fast path for the usual case, a host address: forward unless it is ours. Anything else
+    // (interface addresses, broadcast) goes through the generic interface check.
+    const bool hostAddress = host < m_nHosts;
+    if ((hostAddress && host == m_localHost) ||
+        (!hostAddress &&
+         m_ipv4->IsDestinationAddress(dst, m_ipv4->GetInterfaceForDevice(idev))))
+    {
+        const int32_t iif = m_ipv4->GetInterfaceForDevice(idev);
+        if (!lcb.IsNull())
+        {
+            lcb(p, header, iif);
+            return true;
+        }
+        return false;
+    }
+    if (!hostAddress || m_hops[host].empty())
+    {
+        NS_LOG_LOGIC("cannot forward to " << dst);
+        return false;
+    }
+    const uint32_t iface = Choose(host, header, p, header.GetSource());
+    ++m_forwarded;
+    ucb(RouteVia(iface), p, header);
+    return true;
+}
+
+void
+EcmpFlowRouting::NotifyInterfaceUp(uint32_t)
+{
+}
+
+void
+EcmpFlowRouting::NotifyInterfaceDown(uint32_t)
+{
+}
+
+void
+EcmpFlowRouting::NotifyAddAddress(uint32_t, Ipv4InterfaceAddress)
+{
+    m_routeCache.clear(); // sources may change
+}
+
+void
+EcmpFlowRouting::NotifyRemoveAddress(uint32_t, Ipv4InterfaceAddress)
+{
+    m_routeCache.clear();
+}
+
+void
+EcmpFlowRouting::SetIpv4(Ptr<Ipv4> ipv4)
+{
+    m_ipv4 = ipv4;
+}
+
+void
+EcmpFlowRouting::PrintRoutingTable(Ptr<OutputStreamWrapper> stream, Time::Unit) const
+{
+    std::ostream& os = *stream->GetStream();
+    os << "EcmpFlowRouting";
+    if (m_ipv4)
+    {
+        os << " node " << m_ipv4->GetObject<Node>()->GetId();
+    }
+    os << ": " << m_nHosts << " hosts from " << Ipv4Address(m_firstHost) << "\n";
+    for (uint32_t h = 0; h < m_nHosts; ++h)
+    {
+        os << "  " << Ipv4Address(m_firstHost + h) << " via interfaces";
+        for (uint32_t i : m_hops[h])
+        {
+            os << " " << i;
+        }
+        os << "\n";
+    }
+}
+
+EcmpFlowRoutingHelper*
+EcmpFlowRoutingHelper::Copy() const
+{
+    return new EcmpFlowRoutingHelper(*this);
+}
+
+Ptr<Ipv4RoutingProtocol>
+EcmpFlowRoutingHelper::Create(Ptr<Node>) const
+{
+    return CreateObject<EcmpFlowRouting>();
+}
+
+} // namespace ns3

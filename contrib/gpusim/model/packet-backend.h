@@ -1,0 +1,241 @@
+/*
+ * PacketBackend: packet-level network model on stock ns-3, same interface as FlowBackend.
+ *
+ * From the ClusterTopology it builds real ns-3 nodes: every NIC vertex becomes a host node (the
+ * TCP endpoint of the GPUs behind that NIC) and every fabric switch a forwarding node; every
+ * NIC<->switch and switch<->switch link becomes a PointToPoint link at the topology's rate and
+ * latency, with a queue disc on each egress port and per-flow ECMP routing (EcmpFlowRouting).
+ * Inter-server transfers run as messages of a PacketTransport (TcpTransport: ns-3 TCP with the
+ * chosen congestion control) over persistent connections per (src GPU, dst GPU, flow key).
+ * The GPU<->NIC PCIe hops are a fixed latency added at delivery. Intra-server transfers
+ * (NVLink/NVSwitch) stay flow-level (an embedded FlowBackend) so they add no packet events.
+ * See doc/packet-backend.md.
+ */
+#ifndef GPUSIM_PACKET_BACKEND_H
+#define GPUSIM_PACKET_BACKEND_H
+
+#include "ns3/event-id.h"
+#include "ns3/flow-backend.h"
+#include "ns3/ipv4-address.h"
+#include "ns3/network-backend.h"
+#include "ns3/node-container.h"
+#include "ns3/packet-transport.h"
+#include "ns3/traced-callback.h"
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+class FlowMonitor;
+class FlowMonitorHelper;
+class NetDevice;
+class QueueDisc;
+class EcmpFlowRouting;
+
+class PacketBackend : public NetworkBackend
+{
+  public:
+    static TypeId GetTypeId();
+    PacketBackend();
+    ~PacketBackend() override;
+
+    /// Queue disc names accepted by the QueueDisc attribute.
+    static std::vector<std::string> KnownQueueDiscs();
+
+    // ---- NetworkBackend ----
+    void SetTopology(Ptr<ClusterTopology> topology) override;
+    Ptr<ClusterTopology> GetTopology() const override;
+    void StartTransfer(uint64_t id,
+                       uint32_t srcGpu,
+                       uint32_t dstGpu,
+                       uint64_t bytes,
+                       uint64_t flowKey,
+                       DeliveredCallback done) override;
+    std::vector<TransferRecord> InFlight() const override;
+    std::string GetName() const override;
+    uint64_t GetDeliveredCount() const override;
+
+    // ---- set-up ----
+    /// The end-host protocol (default: a TcpTransport). Set before the network is built.
+    void SetTransport(Ptr<PacketTransport> transport);
+    Ptr<PacketTransport> GetTransport() const;
+    /// Builds the ns-3 network now (otherwise the first StartTransfer does). Attributes and
+    /// the transport must be configured before. Throws std::invalid_argument on bad settings.
+    void Build();
+    bool IsBuilt() const;
+    /// First stream for the queue discs' random variables (RED, PIE, COBALT; default 1000), so
+    /// that runs are reproducible within one process too. Call before Build. Returns an upper
+    /// bound of the streams used (one per directed link).
+    int64_t AssignStreams(int64_t stream);
+
+    // ---- the ns-3 network (valid after Build) ----
+    Ptr<Node> GetHostNode(uint32_t gpu) const;       //!< node of the GPU's NIC
+    Ipv4Address GetHostAddress(uint32_t gpu) const;  //!< that node's address
+    NodeContainer GetHostNodes() const;              //!< one per NIC vertex (host order)
+    NodeContainer GetSwitchNodes() const;            //!< one per fabric switch vertex
+    Ptr<Node> GetVertexNode(uint32_t vertex) const;  //!< null for GPU / NVSwitch vertices
+    /// Directed topology links carried by packets (NIC and fabric links), ascending ids.
+    const std::vector<uint32_t>& GetPacketLinks() const;
+    /// Transmitting device / egress queue disc of a directed link (null if not a packet link).
+    Ptr<NetDevice> GetLinkDevice(uint32_t link) const;
+    Ptr<QueueDisc> GetLinkQueueDisc(uint32_t link) const;
+    Ptr<EcmpFlowRouting> GetRouting(uint32_t vertex) const;
+    /// Drops every packet that arrives over this directed link from now on (a failed link).
+    void FailLink(uint32_t link);
+
+    // ---- statistics ----
+    struct LinkStats
+    {
+        uint32_t link = 0;
+        std::string from;
+        std::string to;
+        double bitsPerSec = 0;
+        bool switchEgress = false;    //!< false: a host NIC's egress
+        uint64_t txBytes = 0;         //!< IP bytes sent (queue disc counter)
+        uint64_t txPackets = 0;
+        uint64_t drops = 0;           //!< queue disc drops
+        uint64_t marks = 0;           //!< ECN CE marks
+        uint32_t maxBacklogBytes = 0; //!< over the samples (0 without sampling)
+        double meanBacklogBytes = 0;  //!< over the samples
+    };
+    std::vector<LinkStats> GetLinkStats() const;
+    /// Mean utilisation of a packet link over [0, interval] from its byte counter.
+    double GetLinkUtilisation(uint32_t link, Time interval) const;
+    uint64_t GetTotalDrops() const;
+    uint64_t GetTotalMarks() const;
+    uint64_t GetRetransmissions() const;
+    uint64_t GetStartedCount() const;
+    uint64_t GetPacketTransferCount() const; //!< transfers that went through the fabric
+    uint64_t GetNvlinkTransferCount() const; //!< intra-server, flow-level
+    /// Delivered transfers in delivery order (when RecordTransfers is on).
+    const std::vector<TransferRecord>& GetCompletedTransfers() const;
+
+    // Time series, one point per SampleInterval while packet transfers are in flight.
+    const std::vector<Time>& GetSampleTimes() const;
+    /// Per sample: fraction of the link's rate used during the interval ending at the sample.
+    std::vector<double> GetUtilisationSeries(uint32_t link) const;
+    /// Per sample: bytes queued in the link's egress queue disc and device.
+    std::vector<uint32_t> GetBacklogSeries(uint32_t link) const;
+    /// Quantile q in [0,1] of a link's backlog samples (0 without samples).
+    double GetBacklogQuantile(uint32_t link, double q) const;
+    /// The switch egress link with the largest mean sampled backlog (UINT32_MAX if none).
+    uint32_t GetHottestQueueLink() const;
+
+    Ptr<FlowMonitor> GetFlowMonitor() const; //!< null unless EnableFlowMonitor
+
+    /// Everything above as one JSON object (see doc/packet-backend.md for the schema).
+    std::string ToJson() const;
+    /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv.
+    void WriteCsv(const std::string& prefix) const;
+
+    /// Signature of the TransferStarted / TransferDelivered trace sources.
+    typedef void (*TransferTracedCallback)(const TransferRecord& transfer);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// A packet transfer not yet delivered.
+    struct Pending
+    {
+        TransferRecord rec;
+        DeliveredCallback done;
+        ConnectionKey key;
+        int64_t extraLatencyNs = 0; //!< PCIe hops, added at delivery
+        bool failed = false;        //!< its connection gave up
+    };
+
+    struct Deliveries
+    {
+        std::vector<Pending> items;
+        EventId event;
+    };
+
+    /// Per (src GPU, dst GPU): how transfers between them travel.
+    struct PairInfo
+    {
+        bool packet = false;        //!< through the fabric (else NVLink, flow-level)
+        uint32_t srcHost = 0;
+        uint32_t dstHost = 0;
+        int64_t extraLatencyNs = 0; //!< PCIe hop latencies
+    };
+
+    void EnsureBuilt();
+    void BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgress);
+    void BuildRoutes();
+    const PairInfo& Pair(uint32_t src, uint32_t dst);
+    void OnMessage(uint64_t id);
+    void OnConnectionFailed(const ConnectionKey& key);
+    void EnqueueDelivery(int64_t atNs, Pending p);
+    void OnDeliver(int64_t atNs);
+    void StartSampling();
+    void Sample();
+    bool PacketWorkPending() const;
+    uint32_t Backlog(uint32_t k) const;
+
+    // Attributes
+    std::string m_queueName;   //!< switch egress queue disc
+    uint32_t m_mtu = 0;        //!< fabric IP MTU
+    uint64_t m_bufferBytes = 0;     //!< per switch port; 0 = scaled default
+    uint64_t m_hostBufferBytes = 0; //!< host NIC egress FIFO
+    double m_kminBytes = 0;    //!< red-ecn lower threshold; 0 = scaled default
+    double m_kmaxBytes = 0;    //!< red-ecn upper threshold; 0 = scaled default
+    double m_pmax = 0;         //!< red-ecn marking probability at kmax
+    double m_stepKBytes = 0;   //!< step-ecn threshold; 0 = scaled default
+    Time m_sampleInterval;     //!< 0: no time series
+    bool m_flowMonitor = false;
+    bool m_recordTransfers = true;
+    uint32_t m_ecmpSeed = 0;
+    int64_t m_streamBase = 0;  //!< first RNG stream for queue discs
+
+    Ptr<ClusterTopology> m_topology;
+    Ptr<PacketTransport> m_transport;
+    Ptr<FlowBackend> m_nvlink; //!< intra-server transfers
+    bool m_built = false;
+
+    // The network
+    std::vector<Ptr<Node>> m_vertexNode;        //!< per topology vertex (null: not a node)
+    std::vector<uint32_t> m_vertexHost;         //!< per vertex: host index or UINT32_MAX
+    std::vector<Ptr<Node>> m_hosts;             //!< host index -> node
+    std::vector<Ipv4Address> m_hostAddr;        //!< host index -> address
+    std::vector<Ptr<Node>> m_switches;
+    std::vector<uint32_t> m_packetLinks;        //!< directed link ids with devices
+    std::vector<int32_t> m_linkSlot;            //!< link id -> index in m_packetLinks or -1
+    std::vector<Ptr<NetDevice>> m_linkDev;      //!< per slot: transmitting device
+    std::vector<Ptr<QueueDisc>> m_linkQdisc;    //!< per slot: egress queue disc
+    std::vector<uint32_t> m_linkIface;          //!< per slot: Ipv4 interface at the sender
+    std::vector<bool> m_linkSwitchEgress;       //!< per slot
+    std::vector<Ptr<EcmpFlowRouting>> m_routing; //!< per vertex (null: not a node)
+    std::unique_ptr<FlowMonitorHelper> m_fmHelper;
+    Ptr<FlowMonitor> m_monitor;
+
+    // Transfers
+    std::unordered_map<uint64_t, Pending> m_pending;        //!< packet transfers in flight
+    std::map<int64_t, Deliveries> m_deliveries;             //!< delivery time (ns) -> transfers
+    std::unordered_map<uint64_t, PairInfo> m_pairs;         //!< (src << 32 | dst) -> info
+    std::vector<TransferRecord> m_completed;
+    uint64_t m_started = 0;
+    uint64_t m_delivered = 0;
+    uint64_t m_packetTransfers = 0;
+    uint64_t m_nvlinkTransfers = 0;
+    uint64_t m_failedInFlight = 0; //!< pending transfers whose connection gave up
+
+    // Sampling
+    EventId m_sampleEvent;
+    std::vector<Time> m_sampleTimes;
+    std::vector<std::vector<float>> m_utilSeries;      //!< per slot
+    std::vector<std::vector<uint32_t>> m_backlogSeries; //!< per slot
+    std::vector<uint64_t> m_lastSent;                  //!< per slot: bytes at the last sample
+    Time m_lastSampleTime;
+
+    TracedCallback<const TransferRecord&> m_startedTrace;   //!< StartTransfer was called
+    TracedCallback<const TransferRecord&> m_deliveredTrace; //!< a transfer was delivered
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_PACKET_BACKEND_H
