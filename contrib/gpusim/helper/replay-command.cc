@@ -434,6 +434,8 @@ ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         const JobTrace recorded = ReadKinetoJob(o.Positional(), graphOptions, &files);
         std::shared_ptr<JobTrace> job = PrepareReplayJob(recorded, mode, dp);
         const uint32_t nRanks = job->ranks.size();
+        NS_LOG_INFO("replaying " << o.Positional().size() << " trace(s) as " << nRanks
+                                 << " rank(s), collectives " << modeName);
 
         const ClusterSpec spec = SpecFromOptions(o, nRanks);
         GpuClusterHelper cluster;
