@@ -1,5 +1,6 @@
 #include "ns3/gpusim-commands.h"
 
+#include "ns3/cli-options.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
@@ -8,6 +9,7 @@
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
 #include "ns3/packet-backend.h"
+#include "ns3/replay-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-transport.h"
@@ -31,145 +33,8 @@ namespace gpusim
 namespace
 {
 
-struct UsageError : std::runtime_error
-{
-    using std::runtime_error::runtime_error;
-};
-
-/// "--key value" / "--key=value" options; flags take no value.
-class Options
-{
-  public:
-    Options(const std::vector<std::string>& args, const std::set<std::string>& valued,
-            const std::set<std::string>& flags)
-    {
-        for (size_t i = 0; i < args.size(); ++i)
-        {
-            const std::string& a = args[i];
-            if (a.rfind("--", 0) != 0)
-            {
-                m_positional.push_back(a);
-                continue;
-            }
-            std::string key = a.substr(2);
-            std::string value;
-            bool hasValue = false;
-            auto eq = key.find('=');
-            if (eq != std::string::npos)
-            {
-                value = key.substr(eq + 1);
-                key = key.substr(0, eq);
-                hasValue = true;
-            }
-            if (flags.count(key))
-            {
-                m_values[key] = "1";
-                continue;
-            }
-            if (!valued.count(key))
-            {
-                throw UsageError("unknown option --" + key);
-            }
-            if (!hasValue)
-            {
-                if (i + 1 >= args.size())
-                {
-                    throw UsageError("option --" + key + " needs a value");
-                }
-                value = args[++i];
-            }
-            m_values[key] = value;
-        }
-    }
-
-    bool Has(const std::string& k) const { return m_values.count(k) != 0; }
-    std::string Get(const std::string& k, const std::string& def) const
-    {
-        auto it = m_values.find(k);
-        return it == m_values.end() ? def : it->second;
-    }
-    double Number(const std::string& k, double def) const
-    {
-        if (!Has(k))
-        {
-            return def;
-        }
-        const std::string v = Get(k, "");
-        char* end = nullptr;
-        double d = std::strtod(v.c_str(), &end);
-        if (v.empty() || *end != '\0' || !std::isfinite(d))
-        {
-            throw UsageError("option --" + k + " expects a number, got '" + v + "'");
-        }
-        return d;
-    }
-    uint32_t Count(const std::string& k, uint32_t def) const
-    {
-        double d = Number(k, def);
-        if (d < 0 || d != std::floor(d) || d > 1e9)
-        {
-            throw UsageError("option --" + k + " expects a non-negative integer");
-        }
-        return static_cast<uint32_t>(d);
-    }
-    const std::vector<std::string>& Positional() const { return m_positional; }
-
-  private:
-    std::map<std::string, std::string> m_values;
-    std::vector<std::string> m_positional;
-};
-
-const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",
-                                               "nics-per-server", "nic-gbps", "nvlink-gbps",
-                                               "fabric", "oversubscription", "gpu"};
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer"};
-
-/// Builds the cluster spec from --preset / --cluster and the per-field overrides.
-ClusterSpec
-SpecFromOptions(const Options& o, uint32_t minGpus)
-{
-    ClusterSpec spec;
-    if (o.Has("cluster"))
-    {
-        spec = LoadClusterSpecYaml(o.Get("cluster", ""));
-    }
-    else
-    {
-        const std::string preset = o.Get("preset", "dgx-h100");
-        if (!LookupClusterPreset(preset, spec))
-        {
-            throw std::invalid_argument("unknown preset '" + preset +
-                                        "' (known: " + KnownClusterPresets() + ")");
-        }
-    }
-    spec.gpusPerServer = o.Count("gpus-per-server", spec.gpusPerServer);
-    spec.nicsPerServer = o.Count("nics-per-server",
-                                 o.Has("gpus-per-server") && !o.Has("nics-per-server")
-                                     ? spec.gpusPerServer
-                                     : spec.nicsPerServer);
-    if (o.Has("servers"))
-    {
-        spec.servers = o.Count("servers", spec.servers);
-    }
-    else if (minGpus > 0 && spec.gpusPerServer > 0)
-    {
-        spec.servers = (minGpus + spec.gpusPerServer - 1) / spec.gpusPerServer;
-    }
-    spec.nicGbps = o.Number("nic-gbps", spec.nicGbps);
-    spec.nvlinkGBps = o.Number("nvlink-gbps", spec.nvlinkGBps);
-    spec.fabric = o.Get("fabric", spec.fabric);
-    spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
-    spec.gpuModel = o.Get("gpu", spec.gpuModel);
-    GpuSpec gpu;
-    if (!LookupGpuSpec(spec.gpuModel, gpu))
-    {
-        throw std::invalid_argument("unknown GPU model '" + spec.gpuModel +
-                                    "' (known: " + KnownGpuModels() + ")");
-    }
-    ValidateClusterSpec(spec);
-    return spec;
-}
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -236,20 +101,6 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     }
 }
 
-std::string
-Describe(const ClusterSpec& s)
-{
-    std::ostringstream os;
-    os << s.servers << " server" << (s.servers == 1 ? "" : "s") << " x " << s.gpusPerServer
-       << " GPUs (" << s.gpuModel << "), " << s.nicsPerServer << " x " << s.nicGbps
-       << " Gb/s NICs per server, NVLink " << s.nvlinkGBps << " GB/s, " << s.fabric << " fabric";
-    if (s.oversubscription > 1)
-    {
-        os << " " << s.oversubscription << ":1 oversubscribed";
-    }
-    return os.str();
-}
-
 double
 BusFactor(CollKind k, uint32_t n)
 {
@@ -274,6 +125,7 @@ PrintUsage(std::ostream& os)
           "commands:\n"
           "  collective   nccl-tests-style sweep of one collective inside the simulator\n"
           "  simulate     simulate a gpusim trace directory (manifest.json + rank-N.jsonl)\n"
+          "  replay       replay PyTorch profiler (Kineto) traces on the engine\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -549,7 +401,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
 
         const std::string opLabel = sendrecv ? "sendrecv" : ToString(kind);
         out << "# gpusim collective: " << opLabel << " on " << n << " GPUs\n";
-        out << "# cluster: " << Describe(spec) << "\n";
+        out << "# cluster: " << DescribeCluster(spec) << "\n";
         out << "# backend: " << backendName << ", efficiency: "
             << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
         out << "#\n";
@@ -559,7 +411,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
                "  (us)   (GB/s)   (GB/s)\n";
         JsonWriter j;
         j.BeginObject();
-        j.Key("cluster").String(Describe(spec)).Key("backend").String(backendName);
+        j.Key("cluster").String(DescribeCluster(spec)).Key("backend").String(backendName);
         j.Key("results").BeginArray();
         double busSum = 0;
         for (size_t i = 0; i < sizes.size(); ++i)
@@ -677,7 +529,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
-        out << "# cluster: " << Describe(spec) << "\n";
+        out << "# cluster: " << DescribeCluster(spec) << "\n";
         out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
                "exposed_comm   overlap      idle\n";
         for (const auto& it : w->GetIterations())
@@ -744,6 +596,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "simulate")
     {
         return SimulateCommand(rest, out, err);
+    }
+    if (cmd == "replay")
+    {
+        return ReplayCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {

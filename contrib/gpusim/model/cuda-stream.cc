@@ -193,7 +193,10 @@ CudaStream::FinishHead()
         a.rank = m_context->GetRank();
         a.stream = m_id;
         a.op = item.ops.front();
-        a.communication = item.type == StreamItem::Type::Collective;
+        // A kernel carrying a communicator id is an NCCL kernel replayed at its recorded
+        // duration (gpusim replay --comm recorded): still communication for the breakdown.
+        a.communication = item.type == StreamItem::Type::Collective ||
+                          (a.op->kind == gpusim::OpKind::Kernel && !a.op->comm.empty());
         a.start = m_headStart;
         a.end = Simulator::Now();
         m_activityTrace(a);

@@ -50,21 +50,29 @@ void
 KernelCostModel::AddKernelScale(const std::string& regex, double factor)
 {
     m_scales.push_back({std::regex(regex), factor});
+    m_scaleByName.clear();
 }
 
 Time
 KernelCostModel::GetDuration(const Op& op, const gpusim::GpuSpec& spec) const
 {
     double s = DoGetSeconds(op, spec);
-    if (op.kind == OpKind::Kernel)
+    if (op.kind == OpKind::Kernel && !m_scales.empty())
     {
-        for (const auto& rule : m_scales)
+        auto it = m_scaleByName.find(op.name);
+        if (it == m_scaleByName.end())
         {
-            if (std::regex_search(op.name, rule.re))
+            double factor = 1;
+            for (const auto& rule : m_scales)
             {
-                s *= rule.factor;
+                if (std::regex_search(op.name, rule.re))
+                {
+                    factor *= rule.factor;
+                }
             }
+            it = m_scaleByName.emplace(op.name, factor).first;
         }
+        s *= it->second;
     }
     return NanoSeconds(static_cast<int64_t>(std::llround(std::max(0.0, s) * 1e9)));
 }

@@ -52,6 +52,8 @@ class KernelCostModel : public Object
         double factor;
     };
     std::vector<ScaleRule> m_scales;
+    /// Combined factor per kernel name: std::regex is slow, and a trace repeats its names.
+    mutable std::map<std::string, double> m_scaleByName;
 };
 
 /// Uses Op::durUs when recorded (>= 0), else the roofline estimate.

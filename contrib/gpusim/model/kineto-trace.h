@@ -260,14 +260,33 @@ struct KinetoGraph
 /// Builds the execution graph of a trace.
 KinetoGraph BuildKinetoGraph(const KinetoTrace& trace, const KinetoGraphOptions& options = {});
 
+/// Op IR stream id given to a recorded stream 0 (ROCm's null stream): in the IR, 0 is the
+/// legacy default stream with implicit synchronisation, which a recording must not get twice.
+constexpr int64_t kKinetoNullStreamId = 0x7fffffff;
+
 /// Converts one trace (one rank) into the Op IR. Ops of each host thread appear in issue
 /// order; the RankTrace's ops are sorted by thread, then issue order.
 RankTrace KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph);
 
+/// What ReadKinetoJob() found in one file (for reports such as `gpusim replay`).
+struct KinetoFileSummary
+{
+    std::string file;
+    int64_t rank = -1;     //!< rank the file was assigned
+    int64_t worldSize = 1; //!< distributedInfo.world_size (1 if absent)
+    uint64_t jsonBytes = 0;
+    uint64_t events = 0;
+    KinetoDependencyCounts counts;
+    CrossStreamMethod crossStreamMethod = CrossStreamMethod::None;
+    uint64_t orphanGpuOps = 0;
+};
+
 /// Reads one trace per rank and converts them; ranks come from distributedInfo (or the file
-/// order when absent). Throws TraceFormatError.
+/// order when absent). When `summaries` is given it receives one entry per file, in file
+/// order. Throws TraceFormatError.
 JobTrace ReadKinetoJob(const std::vector<std::string>& files,
-                       const KinetoGraphOptions& options = {});
+                       const KinetoGraphOptions& options = {},
+                       std::vector<KinetoFileSummary>* summaries = nullptr);
 
 /// Maps a PyTorch "Collective name" (or an NCCL kernel name) to a collective kind.
 bool ParseKinetoCollective(const std::string& name, CollKind& out);

@@ -124,7 +124,8 @@ struct Op
     uint64_t ptr = 0;
     // Collectives.
     CollKind coll = CollKind::AllReduce;
-    std::string comm;     //!< communicator id (hex of the unique id, or a name)
+    std::string comm;     //!< communicator id (hex of the unique id, or a name); set on a
+                          //!< Kernel: NCCL work replayed as a kernel (counts as communication)
     uint64_t seq = 0;     //!< per-communicator sequence number on this rank
     DataType dtype = DataType::F32;
     uint64_t count = 0;   //!< element count as passed to NCCL

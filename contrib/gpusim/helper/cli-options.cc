@@ -1,0 +1,175 @@
+#include "ns3/cli-options.h"
+
+#include "ns3/gpu-spec.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+Options::Options(const std::vector<std::string>& args,
+                 const std::set<std::string>& valued,
+                 const std::set<std::string>& flags)
+{
+    for (size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string& a = args[i];
+        if (a.rfind("--", 0) != 0)
+        {
+            m_positional.push_back(a);
+            continue;
+        }
+        std::string key = a.substr(2);
+        std::string value;
+        bool hasValue = false;
+        auto eq = key.find('=');
+        if (eq != std::string::npos)
+        {
+            value = key.substr(eq + 1);
+            key = key.substr(0, eq);
+            hasValue = true;
+        }
+        if (flags.count(key))
+        {
+            m_values[key] = {"1"};
+            continue;
+        }
+        if (!valued.count(key))
+        {
+            throw UsageError("unknown option --" + key);
+        }
+        if (!hasValue)
+        {
+            if (i + 1 >= args.size())
+            {
+                throw UsageError("option --" + key + " needs a value");
+            }
+            value = args[++i];
+        }
+        m_values[key].push_back(value);
+    }
+}
+
+bool
+Options::Has(const std::string& k) const
+{
+    return m_values.count(k) != 0;
+}
+
+std::string
+Options::Get(const std::string& k, const std::string& def) const
+{
+    auto it = m_values.find(k);
+    return it == m_values.end() ? def : it->second.back();
+}
+
+std::vector<std::string>
+Options::All(const std::string& k) const
+{
+    auto it = m_values.find(k);
+    return it == m_values.end() ? std::vector<std::string>{} : it->second;
+}
+
+double
+Options::Number(const std::string& k, double def) const
+{
+    if (!Has(k))
+    {
+        return def;
+    }
+    const std::string v = Get(k, "");
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(d))
+    {
+        throw UsageError("option --" + k + " expects a number, got '" + v + "'");
+    }
+    return d;
+}
+
+uint32_t
+Options::Count(const std::string& k, uint32_t def) const
+{
+    double d = Number(k, def);
+    if (d < 0 || d != std::floor(d) || d > 1e9)
+    {
+        throw UsageError("option --" + k + " expects a non-negative integer");
+    }
+    return static_cast<uint32_t>(d);
+}
+
+const std::vector<std::string>&
+Options::Positional() const
+{
+    return m_positional;
+}
+
+const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",
+                                               "nics-per-server", "nic-gbps", "nvlink-gbps",
+                                               "fabric", "oversubscription", "gpu"};
+
+ClusterSpec
+SpecFromOptions(const Options& o, uint32_t minGpus)
+{
+    ClusterSpec spec;
+    if (o.Has("cluster"))
+    {
+        spec = LoadClusterSpecYaml(o.Get("cluster", ""));
+    }
+    else
+    {
+        const std::string preset = o.Get("preset", "dgx-h100");
+        if (!LookupClusterPreset(preset, spec))
+        {
+            throw std::invalid_argument("unknown preset '" + preset +
+                                        "' (known: " + KnownClusterPresets() + ")");
+        }
+    }
+    spec.gpusPerServer = o.Count("gpus-per-server", spec.gpusPerServer);
+    spec.nicsPerServer = o.Count("nics-per-server",
+                                 o.Has("gpus-per-server") && !o.Has("nics-per-server")
+                                     ? spec.gpusPerServer
+                                     : spec.nicsPerServer);
+    if (o.Has("servers"))
+    {
+        spec.servers = o.Count("servers", spec.servers);
+    }
+    else if (minGpus > 0 && spec.gpusPerServer > 0)
+    {
+        spec.servers = (minGpus + spec.gpusPerServer - 1) / spec.gpusPerServer;
+    }
+    spec.nicGbps = o.Number("nic-gbps", spec.nicGbps);
+    spec.nvlinkGBps = o.Number("nvlink-gbps", spec.nvlinkGBps);
+    spec.fabric = o.Get("fabric", spec.fabric);
+    spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
+    spec.gpuModel = o.Get("gpu", spec.gpuModel);
+    GpuSpec gpu;
+    if (!LookupGpuSpec(spec.gpuModel, gpu))
+    {
+        throw std::invalid_argument("unknown GPU model '" + spec.gpuModel +
+                                    "' (known: " + KnownGpuModels() + ")");
+    }
+    ValidateClusterSpec(spec);
+    return spec;
+}
+
+std::string
+DescribeCluster(const ClusterSpec& s)
+{
+    std::ostringstream os;
+    os << s.servers << " server" << (s.servers == 1 ? "" : "s") << " x " << s.gpusPerServer
+       << " GPUs (" << s.gpuModel << "), " << s.nicsPerServer << " x " << s.nicGbps
+       << " Gb/s NICs per server, NVLink " << s.nvlinkGBps << " GB/s, " << s.fabric << " fabric";
+    if (s.oversubscription > 1)
+    {
+        os << " " << s.oversubscription << ":1 oversubscribed";
+    }
+    return os.str();
+}
+
+} // namespace gpusim
+} // namespace ns3

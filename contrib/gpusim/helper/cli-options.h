@@ -1,0 +1,66 @@
+/*
+ * Command-line helpers shared by the gpusim subcommands (gpusim-commands.cc,
+ * replay-command.cc): "--key value" option parsing and the cluster options every command
+ * that builds a cluster accepts.
+ */
+#ifndef GPUSIM_CLI_OPTIONS_H
+#define GPUSIM_CLI_OPTIONS_H
+
+#include "ns3/cluster-spec.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+/// Bad command line: the commands print their usage and exit 1.
+struct UsageError : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+/// "--key value" / "--key=value" options; flags take no value. A valued option given
+/// several times keeps every value (All()); Get() returns the last one.
+class Options
+{
+  public:
+    Options(const std::vector<std::string>& args,
+            const std::set<std::string>& valued,
+            const std::set<std::string>& flags);
+
+    bool Has(const std::string& k) const;
+    std::string Get(const std::string& k, const std::string& def) const;
+    /// Every value given for k, in command-line order.
+    std::vector<std::string> All(const std::string& k) const;
+    /// A finite number; throws UsageError otherwise.
+    double Number(const std::string& k, double def) const;
+    /// A non-negative integer; throws UsageError otherwise.
+    uint32_t Count(const std::string& k, uint32_t def) const;
+    const std::vector<std::string>& Positional() const;
+
+  private:
+    std::map<std::string, std::vector<std::string>> m_values;
+    std::vector<std::string> m_positional;
+};
+
+/// Options that SpecFromOptions() reads.
+extern const std::set<std::string> kClusterOptions;
+
+/// Builds the cluster spec from --preset / --cluster and the per-field overrides; with no
+/// --servers, enough servers for minGpus GPUs.
+ClusterSpec SpecFromOptions(const Options& o, uint32_t minGpus);
+
+/// One line describing a cluster ("4 servers x 8 GPUs (H100), ...").
+std::string DescribeCluster(const ClusterSpec& s);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_CLI_OPTIONS_H
