@@ -7,6 +7,9 @@
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
+#include "ns3/op-stream-dedup.h"
+#include "ns3/profile-table-cost-model.h"
+#include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -250,6 +253,7 @@ PrintUsage(std::ostream& os)
           "commands:\n"
           "  collective   nccl-tests-style sweep of one collective inside the simulator\n"
           "  simulate     simulate a gpusim trace directory (manifest.json + rank-N.jsonl)\n"
+          "  record       run a CUDA/NCCL program on the shim and write its trace directory\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -596,7 +600,8 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
 int
 SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels"};
+    std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels",
+                                     "kernel-table", "query-syncs"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -608,11 +613,19 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                 << "usage: gpusim simulate DIR [--preset NAME | --cluster FILE] [cluster and "
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
+                   "       [--kernel-table FILE] [--query-syncs wait|ignore]\n"
                    "       [--json FILE] [--trace FILE]\n";
             return o.Has("help") ? 0 : 1;
         }
         auto job = std::make_shared<JobTrace>(ReadJobTrace(o.Positional().front()));
         ValidateJobTrace(*job);
+        QuerySyncPolicy queryPolicy = QuerySyncPolicy::Wait;
+        if (!ParseQuerySyncPolicy(o.Get("query-syncs", "wait"), queryPolicy))
+        {
+            throw UsageError("--query-syncs must be wait or ignore");
+        }
+        ApplyQuerySyncPolicy(*job, queryPolicy);
+        const DedupReport dedup = GroupIdenticalRanks(*job);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
@@ -633,6 +646,12 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         helper.SetCostModel(cm == "recorded" ? "ns3::RecordedDurationCostModel"
                                              : "ns3::RooflineCostModel");
+        if (o.Has("kernel-table"))
+        {
+            helper.SetCostModel("ns3::ProfileTableCostModel");
+            helper.SetCostModelAttribute("UseRecorded", BooleanValue(cm == "recorded"));
+            helper.SetCostModelAttribute("TableFile", StringValue(o.Get("kernel-table", "")));
+        }
         if (o.Has("scale-kernels"))
         {
             const std::string s = o.Get("scale-kernels", "");
@@ -649,6 +668,12 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
+        out << "# " << dedup.Summary() << "\n";
+        if (auto table = DynamicCast<ProfileTableCostModel>(w->GetContext(0)->GetCostModel()))
+        {
+            out << "# kernel table: " << table->GetHits() << " of "
+                << table->GetHits() + table->GetMisses() << " kernel launches measured\n";
+        }
         out << "# cluster: " << Describe(spec) << "\n";
         out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
                "exposed_comm   overlap      idle\n";
@@ -716,6 +741,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "simulate")
     {
         return SimulateCommand(rest, out, err);
+    }
+    if (cmd == "record")
+    {
+        return RecordCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {

@@ -222,6 +222,21 @@ class LineReader
         return d;
     }
 
+    bool Bool(const char* key, bool def) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            return def;
+        }
+        bool b;
+        if (e.get_bool().get(b) != simdjson::SUCCESS)
+        {
+            Fail(std::string("field '") + key + "' must be true or false");
+        }
+        return b;
+    }
+
     simdjson::dom::object Object() const
     {
         return m_obj;
@@ -314,6 +329,13 @@ ParseOpObject(const LineReader& r)
     case OpKind::StreamWaitEvent:
     case OpKind::EventSync:
         op.event = r.Unsigned("event", 0, true);
+        if (op.kind == OpKind::EventSync)
+        {
+            op.query = r.Bool("query", false);
+        }
+        break;
+    case OpKind::StreamSync:
+        op.query = r.Bool("query", false);
         break;
     case OpKind::StreamCreate:
         if (!r.Has("stream"))
@@ -600,6 +622,7 @@ ReadJobTrace(const std::string& dir)
         m.Fail("'ranks' is empty");
     }
     std::sort(entries.begin(), entries.end());
+    std::map<std::string, size_t> parsed; // file -> first rank read from it
     for (size_t i = 0; i < entries.size(); ++i)
     {
         if (entries[i].first != i)
@@ -607,7 +630,12 @@ ReadJobTrace(const std::string& dir)
             m.Fail("ranks must be numbered 0.." + std::to_string(entries.size() - 1) +
                    " each once (rank " + std::to_string(entries[i].first) + " is unexpected)");
         }
-        RankTrace rt = ReadRankTrace(JoinPath(dir, entries[i].second.first), entries[i].first);
+        // Identical ranks may share one file: parse it once.
+        auto [it, fresh] = parsed.emplace(entries[i].second.first, i);
+        RankTrace rt = fresh ? ReadRankTrace(JoinPath(dir, entries[i].second.first),
+                                             entries[i].first)
+                             : job.ranks[it->second];
+        rt.rank = entries[i].first;
         rt.device = entries[i].second.second;
         job.ranks.push_back(std::move(rt));
     }
@@ -690,6 +718,16 @@ OpToJsonLine(const Op& op)
     case OpKind::StreamWaitEvent:
     case OpKind::EventSync:
         w.Key("event").Uint(op.event);
+        if (op.query)
+        {
+            w.Key("query").Bool(true);
+        }
+        break;
+    case OpKind::StreamSync:
+        if (op.query)
+        {
+            w.Key("query").Bool(true);
+        }
         break;
     case OpKind::StreamCreate:
         if (op.stream == 0)

@@ -117,6 +117,8 @@ struct Op
     // Copies.
     MemcpyKind copyKind = MemcpyKind::Default;
     bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
+    bool query = false;   //!< StreamSync/EventSync recorded from a completed cudaStreamQuery /
+                          //!< cudaEventQuery (a poll) rather than a synchronize call
     // Events / streams / memory.
     uint64_t event = 0;
     uint32_t flags = 0;

@@ -1,0 +1,46 @@
+/*
+ * `gpusim record`: runs an unmodified CUDA/NCCL program on the gpusim shim as N ranks and
+ * leaves a gpusim trace directory (doc/record-simulate.md). Also the shim-trace preparation
+ * `gpusim simulate` applies (query syncs) and its deduplication summary.
+ */
+#ifndef GPUSIM_RECORD_COMMAND_H
+#define GPUSIM_RECORD_COMMAND_H
+
+#include "ns3/op-ir.h"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+/// gpusim record [--preset NAME] [--gpus N] [--out DIR] [--timeout S] -- PROGRAM ARGS...
+/// Exit codes: 0 recorded, 1 usage, 2 the program failed (non-zero exit, signal, no trace) or
+/// the shim is missing, 3 timed out.
+int RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+/// Where the shim libraries are: $GPUSIM_SHIM_LIBDIR, else relative to the running binary
+/// (build tree: BIN/../shim/lib; install prefix: BIN/../lib/gpusim-shim). Empty if not found;
+/// `tried` lists the directories looked at.
+std::string FindShimLibDir(std::string* tried = nullptr);
+
+/// How `query: true` syncs (recorded from cudaStreamQuery / cudaEventQuery) are simulated.
+enum class QuerySyncPolicy
+{
+    Wait,   //!< as the synchronize they stand for (default: the program went on as if done)
+    Ignore, //!< as host time only (opportunistic polls that did not wait)
+};
+
+/// Parses "wait" / "ignore". Returns false on anything else.
+bool ParseQuerySyncPolicy(const std::string& s, QuerySyncPolicy& out);
+
+/// Applies the policy to a job; returns how many query syncs the job holds.
+uint64_t ApplyQuerySyncPolicy(JobTrace& job, QuerySyncPolicy policy);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_RECORD_COMMAND_H

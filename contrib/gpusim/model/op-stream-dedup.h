@@ -1,0 +1,46 @@
+/*
+ * Deduplication of per-rank op streams: ranks whose op streams are the same program up to
+ * their position in the job (comm rank, peer offsets, communicator and allocation ids) hash
+ * identically and are grouped. See doc/record-simulate.md.
+ */
+#ifndef GPUSIM_OP_STREAM_DEDUP_H
+#define GPUSIM_OP_STREAM_DEDUP_H
+
+#include "ns3/op-ir.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+/// Hash of one rank's op stream (64-bit FNV-1a over normalised fields, op by op).
+/// Ignored: comm_init's `rank`, raw communicator ids (replaced by their order of first use on
+/// the rank), raw `ptr` values (replaced by the allocation's ordinal), raw `group` ids (ordinal),
+/// `rec_us`. Send/recv `peer` is hashed relative to the rank's own comm rank
+/// ((peer - me) mod nranks). With `withTimings` false, `cpu_us` and `dur_us` are ignored too.
+uint64_t HashOpStream(const RankTrace& rank, bool withTimings = true);
+
+/// Ranks grouped by identical hashes (each group lists ranks in increasing order; groups are
+/// ordered by their first rank).
+struct DedupReport
+{
+    uint32_t ranks = 0;
+    std::vector<std::vector<uint32_t>> groups;           //!< identical including host timings
+    std::vector<std::vector<uint32_t>> structuralGroups; //!< identical ignoring cpu_us/dur_us
+    uint64_t opsTotal = 0;                               //!< ops over all ranks
+    uint64_t opsDistinct = 0;                            //!< ops over one rank per group
+
+    /// "N ranks, K distinct op streams (S ignoring host timings)".
+    std::string Summary() const;
+};
+
+DedupReport GroupIdenticalRanks(const JobTrace& job);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_OP_STREAM_DEDUP_H
