@@ -102,12 +102,16 @@ HashOpStream(const RankTrace& rank, bool withTimings)
     Ordinals<std::string> comms;
     Ordinals<uint64_t> ptrs;
     Ordinals<uint64_t> groups;
+    Ordinals<uint64_t> events;
+    Ordinals<int64_t> streams;
+    Ordinals<uint64_t> tokens;
     std::map<std::string, std::pair<int32_t, int32_t>> myCommRank; // comm -> (rank, nranks)
     for (const Op& op : rank.ops)
     {
         h.Value(op.kind);
         h.Value(op.thread);
-        h.Value(op.stream);
+        // Stream 0 is the legacy default stream; other ids are names local to the device.
+        h.Value(op.stream == 0 ? uint64_t(0) : streams.Of(op.stream) + 1);
         if (withTimings)
         {
             h.Double(op.cpuUs);
@@ -141,10 +145,10 @@ HashOpStream(const RankTrace& rank, bool withTimings)
             break;
         case OpKind::EventRecord:
         case OpKind::StreamWaitEvent:
-            h.Value(op.event);
+            h.Value(events.Of(op.event));
             break;
         case OpKind::EventSync:
-            h.Value(op.event);
+            h.Value(events.Of(op.event));
             h.Value(op.query);
             break;
         case OpKind::StreamSync:
@@ -190,7 +194,7 @@ HashOpStream(const RankTrace& rank, bool withTimings)
         }
         case OpKind::ThreadSignal:
         case OpKind::ThreadWait:
-            h.Value(op.token);
+            h.Value(tokens.Of(op.token));
             break;
         case OpKind::Marker:
             h.String(op.name);

@@ -18,9 +18,9 @@ namespace gpusim
 {
 
 /// Hash of one rank's op stream (64-bit FNV-1a over normalised fields, op by op).
-/// Ignored: comm_init's `rank`, raw communicator ids (replaced by their order of first use on
-/// the rank), raw `ptr` values (replaced by the allocation's ordinal), raw `group` ids (ordinal),
-/// `rec_us`. Send/recv `peer` is hashed relative to the rank's own comm rank
+/// Ignored: comm_init's `rank`, `rec_us`. Names local to a rank or process are replaced by
+/// their order of first use: communicator ids, `ptr`, `group`, event ids (per process in the
+/// shim), stream ids other than 0, thread tokens. Send/recv `peer` is hashed relative to the rank's own comm rank
 /// ((peer - me) mod nranks). With `withTimings` false, `cpu_us` and `dur_us` are ignored too.
 uint64_t HashOpStream(const RankTrace& rank, bool withTimings = true);
 

@@ -529,3 +529,111 @@ TEST(OpStreamDedup, ManifestEntriesMayShareOneFile)
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("# 3 ranks, 1 distinct op stream"), std::string::npos) << r.out;
 }
+
+TEST(RecordSimulate, OneProcessDrivingFourGpusGivesFourIdenticalPrograms)
+{
+    if (!ShimAvailable())
+    {
+        GTEST_SKIP() << "shim libraries or shim_train not built (GPUSIM_BUILD_SHIM=OFF?)";
+    }
+    const std::string dir = TempDir() + "/trace";
+    CliResult rec = Cli({"record", "--out", dir, "--timeout", "120", "--", kTrain, "--iters", "2",
+                         "--devices", "4"});
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    EXPECT_NE(rec.out.find("as 1 process on h100-sxm (preset dgx-h100), 4 ranks"),
+              std::string::npos)
+        << rec.out;
+    JobTrace job = ReadJobTrace(dir);
+    ASSERT_EQ(job.ranks.size(), 4u);
+    // Event ids are per process in the shim (each rank gets its own), yet the programs match.
+    EXPECT_EQ(GroupIdenticalRanks(job).structuralGroups.size(), 1u);
+    CliResult sim = Cli({"simulate", dir, "--preset", "dgx-a100"});
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    EXPECT_NE(sim.out.find("(1 ignoring host timings)"), std::string::npos) << sim.out;
+}
+
+// ---------------------------------------------------------------- optional: nvcc programs
+
+namespace
+{
+
+const std::string kNvcc = "/usr/local/cuda/bin/nvcc";
+
+/// Compiles shim/nvcc/NAME.cu with -cudart shared against the shim's NCCL; "" on failure.
+std::string
+CompileCuda(const std::string& name)
+{
+    const std::string work = std::string(GPUSIM_BIN_DIR) + "/../record-nvcc-work";
+    mkdir(work.c_str(), 0755);
+    const std::string exe = work + "/" + name;
+    const std::string src = std::string(GPUSIM_SOURCE_DIR) + "/shim/nvcc/" + name + ".cu";
+    std::string ncclInc;
+    if (!Exists("/usr/local/cuda/include/nccl.h"))
+    {
+        ncclInc = " -idirafter " + work + "/nccl-include";
+        mkdir((work + "/nccl-include").c_str(), 0755);
+        std::ifstream in(std::string(GPUSIM_SOURCE_DIR) + "/shim/include/nccl.h");
+        std::ofstream out(work + "/nccl-include/nccl.h");
+        out << in.rdbuf();
+    }
+    const std::string cmd = kNvcc + " -std=c++17 -cudart shared -arch=sm_90" + ncclInc + " -o " +
+                            exe + " " + src + " -L" + FindShimLibDir() + " -lnccl > " + exe +
+                            ".log 2>&1";
+    if (std::system(cmd.c_str()) != 0)
+    {
+        ADD_FAILURE() << cmd << "\n" << Slurp(exe + ".log");
+        return "";
+    }
+    return exe;
+}
+
+} // namespace
+
+TEST(RecordSimulateNvcc, NvtxProfilerStepsBecomeIterations)
+{
+    if (!Exists(kNvcc) || FindShimLibDir().empty())
+    {
+        GTEST_SKIP() << "nvcc not found (" << kNvcc << ") or shim not built: optional test skipped";
+    }
+    const std::string exe = CompileCuda("nvtx_steps");
+    ASSERT_FALSE(exe.empty());
+    const std::string dir = TempDir() + "/trace";
+    CliResult rec = Cli({"record", "--out", dir, "--timeout", "120", "--", exe});
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    CliResult sim = Cli({"simulate", dir});
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    for (int it = 0; it < 3; ++it)
+    {
+        EXPECT_NE(sim.out.find("      0  ProfilerStep#" + std::to_string(it) + " "),
+                  std::string::npos)
+            << sim.out;
+    }
+    EXPECT_EQ(sim.out.find("  run  "), std::string::npos) << sim.out;
+}
+
+TEST(RecordSimulateNvcc, PollingLoopQueriesWaitForTheCollective)
+{
+    if (!Exists(kNvcc) || FindShimLibDir().empty())
+    {
+        GTEST_SKIP() << "nvcc not found (" << kNvcc << ") or shim not built: optional test skipped";
+    }
+    const std::string exe = CompileCuda("nccl_tests_style");
+    ASSERT_FALSE(exe.empty());
+    const std::string dir = TempDir() + "/trace";
+    CliResult rec = Cli({"record", "--out", dir, "--timeout", "120", "--", exe});
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    JobTrace job = ReadJobTrace(dir);
+    ASSERT_EQ(job.ranks.size(), 2u);
+    EXPECT_GE(ApplyQuerySyncPolicy(job, QuerySyncPolicy::Wait), 10u);
+    auto endUs = [](const std::string& out) {
+        auto p = out.find("# end of simulation: ");
+        return p == std::string::npos ? -1.0 : std::stod(out.substr(p + 21));
+    };
+    CliResult wait = Cli({"simulate", dir});
+    ASSERT_EQ(wait.code, 0) << wait.err;
+    CliResult ign = Cli({"simulate", dir, "--query-syncs", "ignore"});
+    ASSERT_EQ(ign.code, 0) << ign.err;
+    // Waiting on every poll serialises the sweep: each size's loop ends before the next starts.
+    EXPECT_GE(endUs(wait.out), endUs(ign.out));
+    EXPECT_GT(endUs(wait.out), 0);
+}
