@@ -1,12 +1,13 @@
 // Timed benchmark: a generated 64-rank training job (8 x DGX-H100, data parallel over all
 // ranks, tensor parallel inside each server) written as a gpusim trace, read back, grouped
-// into distinct op streams and simulated. Prints the cost of each step and what
-// deduplication saves on storage and parsing (the simulation itself still runs every rank:
-// collectives need every rank's endpoints).
+// into distinct op streams, identical ranks made to share one op list (unless --no-dedup)
+// and simulated. Prints the cost of each step, memory, and what deduplication saves (the
+// simulation itself still runs every rank: collectives need every rank's endpoints).
 //
-//   gpusim-bench-record-dedup [--ranks N] [--layers L] [--iters I] [--jitter]
+//   gpusim-bench-record-dedup [--ranks N] [--layers L] [--iters I] [--jitter] [--no-dedup]
 //
 // --jitter perturbs every rank's host times slightly, as measured (recorded) traces are.
+// Run once with and once without --no-dedup: peak RSS is per process.
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -21,8 +22,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <string>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace ns3;
@@ -117,6 +120,7 @@ main(int argc, char** argv)
 {
     uint32_t ranks = 64, layers = 24, iters = 2;
     bool jitter = false;
+    bool share = true;
     for (int i = 1; i < argc; ++i)
     {
         if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc)
@@ -135,6 +139,10 @@ main(int argc, char** argv)
         {
             jitter = true;
         }
+        else if (!std::strcmp(argv[i], "--no-dedup"))
+        {
+            share = false;
+        }
         else
         {
             std::fprintf(stderr, "usage: %s [--ranks N] [--layers L] [--iters I] [--jitter]\n",
@@ -150,10 +158,19 @@ main(int argc, char** argv)
     char tmpl[] = "/tmp/gpusim-bench-dedup-XXXXXX";
     const std::string dir = std::string(mkdtemp(tmpl)) + "/trace";
 
+    // Generate and write in a child, so this process's peak RSS is reading + simulating only.
     auto t = std::chrono::steady_clock::now();
+    const pid_t child = fork();
+    if (child == 0)
     {
-        JobTrace gen = Generate(ranks, layers, iters, jitter);
-        WriteJobTrace(gen, dir);
+        WriteJobTrace(Generate(ranks, layers, iters, jitter), dir);
+        _exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || status != 0)
+    {
+        std::fprintf(stderr, "generating the trace failed\n");
+        return 2;
     }
     const double writeS = Since(t);
     uint64_t bytesAll = 0;
@@ -183,6 +200,14 @@ main(int argc, char** argv)
     }
     const double readDistinctS = Since(t);
 
+    const double rss1 = RssMiB();
+    t = std::chrono::steady_clock::now();
+    const uint32_t sharing = share ? ShareIdenticalRanks(*job) : 0;
+    const double shareS = Since(t);
+    // Give freed op lists back to the OS so the RSS delta shows them.
+    malloc_trim(0);
+    const double rssShared = RssMiB() - rss1;
+
     ClusterSpec spec;
     LookupClusterPreset("dgx-h100", spec);
     spec.servers = ranks / 8;
@@ -206,17 +231,19 @@ main(int argc, char** argv)
                 ranks, layers, iters, jitter ? ", jittered host times" : "",
                 static_cast<unsigned long long>(d.opsTotal), bytesAll / 1048576.0);
     std::printf("dedup: %s\n", d.Summary().c_str());
-    std::printf("write trace           %8.3f s\n", writeS);
+    std::printf("generate + write      %8.3f s\n", writeS);
     std::printf("read all ranks        %8.3f s   ops in memory ~%.1f MiB (RSS delta)\n", readS,
                 rssJob);
     std::printf("group (hash) ranks    %8.3f s\n", hashS);
     std::printf("read distinct only    %8.3f s   %.1f MiB of JSON lines (%.1fx less)\n",
                 readDistinctS, bytesDistinct / 1048576.0,
                 bytesDistinct ? double(bytesAll) / bytesDistinct : 0.0);
+    std::printf("share identical ranks %8.3f s   %u ranks share another's op list, RSS %+.1f MiB\n",
+                shareS, sharing, rssShared);
     std::printf("simulate: install     %8.3f s\n", installS);
     std::printf("simulate: run         %8.3f s   simulated %.1f us, %s\n", runS,
                 rep.endTime.GetNanoSeconds() / 1e3, rep.completed ? "completed" : "STUCK");
-    std::printf("peak RSS              %8.1f MiB\n", PeakRssMiB());
+    std::printf("peak RSS (read + simulate) %5.1f MiB\n", PeakRssMiB());
     w->Dispose();
     Simulator::Destroy();
     return rep.completed ? 0 : 3;

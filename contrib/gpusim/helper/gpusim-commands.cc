@@ -606,14 +606,14 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(args, valued, {"help"});
+        Options o(args, valued, {"help", "no-dedup"});
         if (o.Has("help") || o.Positional().size() != 1)
         {
             (o.Has("help") ? out : err)
                 << "usage: gpusim simulate DIR [--preset NAME | --cluster FILE] [cluster and "
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
-                   "       [--kernel-table FILE] [--query-syncs wait|ignore]\n"
+                   "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
                    "       [--json FILE] [--trace FILE]\n";
             return o.Has("help") ? 0 : 1;
         }
@@ -626,6 +626,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         ApplyQuerySyncPolicy(*job, queryPolicy);
         const DedupReport dedup = GroupIdenticalRanks(*job);
+        const uint32_t sharing = o.Has("no-dedup") ? 0 : ShareIdenticalRanks(*job);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
@@ -668,7 +669,12 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
-        out << "# " << dedup.Summary() << "\n";
+        out << "# " << dedup.Summary();
+        if (sharing)
+        {
+            out << "; " << sharing << " share another rank's op list in memory";
+        }
+        out << "\n";
         if (auto table = DynamicCast<ProfileTableCostModel>(w->GetContext(0)->GetCostModel()))
         {
             out << "# kernel table: " << table->GetHits() << " of "

@@ -783,6 +783,15 @@ OpToJsonLine(const Op& op)
 void
 WriteJobTrace(const JobTrace& job, const std::string& dir)
 {
+    for (const auto& r : job.ranks)
+    {
+        if (r.opsFrom >= 0)
+        {
+            throw std::runtime_error("rank " + std::to_string(r.rank) +
+                                     " shares its ops in memory (ShareIdenticalRanks); such a "
+                                     "job cannot be written");
+        }
+    }
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     {
         throw std::runtime_error("cannot create directory " + dir + ": " + std::strerror(errno));
@@ -861,6 +870,11 @@ ValidateJobTrace(const JobTrace& job)
     std::map<std::pair<std::string, uint64_t>, std::vector<CollKey>> colls;
     for (const auto& r : job.ranks)
     {
+        if (r.opsFrom >= 0)
+        {
+            throw TraceFormatError("rank " + std::to_string(r.rank), 0,
+                                   "shares its ops in memory: validate before ShareIdenticalRanks");
+        }
         const std::string where = "rank " + std::to_string(r.rank);
         std::set<std::string> joined;
         for (size_t i = 0; i < r.ops.size(); ++i)

@@ -148,6 +148,10 @@ struct RankTrace
     uint32_t rank = 0;
     std::string device;   //!< GPU model the trace was recorded on (informational)
     std::vector<Op> ops;
+    /// In-memory sharing between identical ranks (ShareIdenticalRanks, engine input only; never
+    /// on disk): >= 0 means this rank runs rank `opsFrom`'s ops, and `ops` holds only this
+    /// rank's own comm_init lines (the one field identical ranks differ in).
+    int32_t opsFrom = -1;
 };
 
 /// A whole job: every rank plus free-form metadata from the manifest.

@@ -2,8 +2,10 @@
 
 #include "ns3/log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 namespace ns3
 {
@@ -239,6 +241,84 @@ GroupIdenticalRanks(const JobTrace& job)
     }
     NS_LOG_INFO(rep.Summary());
     return rep;
+}
+
+bool
+SameOpForSharing(const Op& a, const Op& b)
+{
+    auto fields = [](const Op& o) {
+        return std::tie(o.kind, o.thread, o.cpuUs, o.stream, o.name, o.durUs, o.bytes, o.grid,
+                        o.block, o.sharedMem, o.flops, o.memBytes, o.gemm.m, o.gemm.n, o.gemm.k,
+                        o.gemm.batch, o.gemm.dtype, o.copyKind, o.async, o.query, o.event,
+                        o.flags, o.priority, o.ptr, o.coll, o.comm, o.seq, o.dtype, o.count,
+                        o.root, o.peer, o.group, o.nranks, o.token, o.phase, o.recordedUs);
+    };
+    if (fields(a) != fields(b))
+    {
+        return false;
+    }
+    return a.kind == OpKind::CommInit || a.commRank == b.commRank;
+}
+
+uint32_t
+ShareIdenticalRanks(JobTrace& job)
+{
+    // Bucket by a literal hash (no renaming: sharing needs equal ops, not equivalent ones),
+    // then confirm field by field.
+    std::map<uint64_t, std::vector<uint32_t>> buckets;
+    uint32_t shared = 0;
+    for (uint32_t r = 0; r < job.ranks.size(); ++r)
+    {
+        RankTrace& rank = job.ranks[r];
+        if (rank.opsFrom >= 0)
+        {
+            continue;
+        }
+        Fnv1a h;
+        for (const Op& op : rank.ops)
+        {
+            h.Value(op.kind);
+            h.Value(op.thread);
+            h.Double(op.cpuUs);
+            h.Value(op.stream);
+            h.String(op.name);
+            h.String(op.comm);
+            h.Value(op.seq);
+            h.Value(op.peer);
+            h.Value(op.event);
+            h.Value(op.bytes);
+        }
+        auto& candidates = buckets[h.Get()];
+        int32_t rep = -1;
+        for (uint32_t c : candidates)
+        {
+            const auto& other = job.ranks[c].ops;
+            if (other.size() == rank.ops.size() &&
+                std::equal(other.begin(), other.end(), rank.ops.begin(), SameOpForSharing))
+            {
+                rep = static_cast<int32_t>(c);
+                break;
+            }
+        }
+        if (rep < 0)
+        {
+            candidates.push_back(r);
+            continue;
+        }
+        std::vector<Op> own;
+        for (const Op& op : rank.ops)
+        {
+            if (op.kind == OpKind::CommInit)
+            {
+                own.push_back(op);
+            }
+        }
+        rank.ops.swap(own); // frees the duplicate list
+        rank.opsFrom = rep;
+        ++shared;
+    }
+    NS_LOG_INFO(shared << " of " << job.ranks.size() << " ranks share another rank's ops");
+    return shared;
 }
 
 } // namespace gpusim

@@ -40,6 +40,17 @@ struct DedupReport
 
 DedupReport GroupIdenticalRanks(const JobTrace& job);
 
+/// Memory deduplication for the engine: every rank whose ops equal an earlier rank's in every
+/// field (comm_init's `rank` excepted) gives its op list up and points RankTrace::opsFrom at
+/// that rank; its `ops` keep only its comm_init lines. Simulation results do not change.
+/// Returns how many ranks now share. Call after ValidateJobTrace; the job can then no longer
+/// be validated or written.
+uint32_t ShareIdenticalRanks(JobTrace& job);
+
+/// True if two ops are the same in every field (comm_init's `rank` excepted when both are
+/// comm_init).
+bool SameOpForSharing(const Op& a, const Op& b);
+
 } // namespace gpusim
 } // namespace ns3
 

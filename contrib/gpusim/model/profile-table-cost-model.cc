@@ -182,7 +182,12 @@ LoadKernelTable(const std::string& file)
                 shape.batch = v;
             }
             std::string_view dt = "bf16";
-            g["dtype"].get_string().get(dt);
+            simdjson::dom::element dtype;
+            if (g["dtype"].get(dtype) == simdjson::SUCCESS &&
+                dtype.get_string().get(dt) != simdjson::SUCCESS)
+            {
+                fail(where + "'gemm' dtype must be a string");
+            }
             if (!ParseDataType(std::string(dt), shape.dtype))
             {
                 fail(where + "unknown gemm dtype '" + std::string(dt) + "'");

@@ -338,6 +338,12 @@ TEST(OpStreamDedup, SimulatePrintsTheSaving)
     WriteJobTrace(b.Build(), dir);
     CliResult r = Cli({"simulate", dir, "--preset", "dgx-h100"});
     ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("# 16 ranks, 1 distinct op stream; 15 share another rank's op list in "
+                         "memory\n"),
+              std::string::npos)
+        << r.out;
+    r = Cli({"simulate", dir, "--preset", "dgx-h100", "--no-dedup"});
+    ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("# 16 ranks, 1 distinct op stream\n"), std::string::npos) << r.out;
 }
 
@@ -636,4 +642,77 @@ TEST(RecordSimulateNvcc, PollingLoopQueriesWaitForTheCollective)
     // Waiting on every poll serialises the sweep: each size's loop ends before the next starts.
     EXPECT_GE(endUs(wait.out), endUs(ign.out));
     EXPECT_GT(endUs(wait.out), 0);
+}
+
+TEST(OpStreamDedup, IdenticalRanksShareOneOpList)
+{
+    const uint32_t n = 8;
+    JobBuilder b(n);
+    b.AllRanks().CommInit("dp").CreateStream(1).Gemm(1, 1024, 1024, 1024);
+    b.AllReduce(1, "dp", 1 << 20).SyncStream(1);
+    JobTrace job = b.Build();
+    const size_t opsPerRank = job.ranks[0].ops.size();
+    job.ranks[6].ops[2].cpuUs = 3; // a different host time: not shareable
+    EXPECT_EQ(ShareIdenticalRanks(job), n - 2);
+    EXPECT_EQ(job.ranks[0].opsFrom, -1);
+    EXPECT_EQ(job.ranks[6].opsFrom, -1);
+    EXPECT_EQ(job.ranks[6].ops.size(), opsPerRank);
+    for (uint32_t r : {1u, 2u, 3u, 4u, 5u, 7u})
+    {
+        EXPECT_EQ(job.ranks[r].opsFrom, 0);
+        ASSERT_EQ(job.ranks[r].ops.size(), 1u); // only its comm_init
+        EXPECT_EQ(job.ranks[r].ops[0].kind, OpKind::CommInit);
+        EXPECT_EQ(job.ranks[r].ops[0].commRank, static_cast<int32_t>(r));
+    }
+    // A shared job is engine input only.
+    EXPECT_THROW(ValidateJobTrace(job), TraceFormatError);
+    EXPECT_THROW(WriteJobTrace(job, TempDir() + "/x"), std::runtime_error);
+
+    // Send/recv rings name absolute peers: equivalent (grouped) but not equal (not shared).
+    JobBuilder ring(4);
+    ring.AllRanks().CommInit("w").CreateStream(1);
+    for (uint32_t r = 0; r < 4; ++r)
+    {
+        ring.Rank(r).Send(1, "w", (r + 1) % 4, 64, 1).Recv(1, "w", (r + 3) % 4, 64, 1);
+    }
+    JobTrace rj = ring.Build();
+    EXPECT_EQ(GroupIdenticalRanks(rj).groups.size(), 1u);
+    EXPECT_EQ(ShareIdenticalRanks(rj), 0u);
+}
+
+TEST(OpStreamDedup, SharingDoesNotChangeTheSimulation)
+{
+    // 16 ranks: data parallel over all, tensor parallel in groups of 8, an overlapped bucket.
+    JobBuilder b(16);
+    b.AllRanks().CommInit("dp").CreateStream(1).CreateStream(2, true);
+    for (uint32_t r = 0; r < 16; ++r)
+    {
+        b.Rank(r).CommInit(r < 8 ? "tp0" : "tp1", 8, r % 8);
+    }
+    for (int it = 0; it < 2; ++it)
+    {
+        b.AllRanks().Marker("ProfilerStep#" + std::to_string(it), MarkerPhase::Begin);
+        for (uint32_t r = 0; r < 16; ++r)
+        {
+            b.Rank(r).Host(5).Gemm(1, 4096, 4096, 1024).AllReduce(1, r < 8 ? "tp0" : "tp1", 8 << 20);
+        }
+        b.AllRanks().Gemm(1, 4096, 4096, 4096).RecordEvent(1, 1).WaitEvent(2, 1);
+        b.AllReduce(2, "dp", 64 << 20).Gemm(1, 4096, 4096, 4096).SyncDevice();
+        b.Marker("ProfilerStep#" + std::to_string(it), MarkerPhase::End);
+    }
+    const std::string tmp = TempDir();
+    WriteJobTrace(b.Build(), tmp + "/trace");
+    CliResult shared = Cli({"simulate", tmp + "/trace", "--json", tmp + "/a.json", "--trace",
+                            tmp + "/a.trace.json"});
+    ASSERT_EQ(shared.code, 0) << shared.err;
+    // Ranks 1..7 share rank 0's list, 9..15 rank 8's (their collectives name tp1).
+    EXPECT_NE(shared.out.find("# 16 ranks, 1 distinct op stream; 14 share"), std::string::npos)
+        << shared.out;
+    CliResult full = Cli({"simulate", tmp + "/trace", "--no-dedup", "--json", tmp + "/b.json",
+                          "--trace", tmp + "/b.trace.json"});
+    ASSERT_EQ(full.code, 0) << full.err;
+    EXPECT_EQ(Slurp(tmp + "/a.json"), Slurp(tmp + "/b.json"));
+    EXPECT_EQ(Slurp(tmp + "/a.trace.json"), Slurp(tmp + "/b.trace.json"));
+    auto body = [](const std::string& out) { return out.substr(out.find("# cluster:")); };
+    EXPECT_EQ(body(shared.out), body(full.out));
 }
