@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <malloc.h>
 #include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -179,9 +178,13 @@ main(int argc, char** argv)
         bytesAll += FileBytes(dir + "/rank-" + std::to_string(r) + ".jsonl");
     }
 
+    // With dedup, identical ranks share one op list from the moment they are read (what
+    // `gpusim simulate` does); without, every rank keeps its own.
     const double rss0 = RssMiB();
     t = std::chrono::steady_clock::now();
-    auto job = std::make_shared<JobTrace>(ReadJobTrace(dir));
+    uint32_t sharing = 0;
+    auto job = std::make_shared<JobTrace>(share ? ReadJobTraceSharing(dir, &sharing)
+                                                : ReadJobTrace(dir));
     const double readS = Since(t);
     const double rssJob = RssMiB() - rss0;
 
@@ -199,14 +202,6 @@ main(int argc, char** argv)
         ReadRankTrace(f, g.front());
     }
     const double readDistinctS = Since(t);
-
-    const double rss1 = RssMiB();
-    t = std::chrono::steady_clock::now();
-    const uint32_t sharing = share ? ShareIdenticalRanks(*job) : 0;
-    const double shareS = Since(t);
-    // Give freed op lists back to the OS so the RSS delta shows them.
-    malloc_trim(0);
-    const double rssShared = RssMiB() - rss1;
 
     ClusterSpec spec;
     LookupClusterPreset("dgx-h100", spec);
@@ -232,14 +227,13 @@ main(int argc, char** argv)
                 static_cast<unsigned long long>(d.opsTotal), bytesAll / 1048576.0);
     std::printf("dedup: %s\n", d.Summary().c_str());
     std::printf("generate + write      %8.3f s\n", writeS);
-    std::printf("read all ranks        %8.3f s   ops in memory ~%.1f MiB (RSS delta)\n", readS,
-                rssJob);
+    std::printf("read all ranks        %8.3f s   ops in memory ~%.1f MiB (RSS delta), %u ranks "
+                "share another's op list\n",
+                readS, rssJob, sharing);
     std::printf("group (hash) ranks    %8.3f s\n", hashS);
     std::printf("read distinct only    %8.3f s   %.1f MiB of JSON lines (%.1fx less)\n",
                 readDistinctS, bytesDistinct / 1048576.0,
                 bytesDistinct ? double(bytesAll) / bytesDistinct : 0.0);
-    std::printf("share identical ranks %8.3f s   %u ranks share another's op list, RSS %+.1f MiB\n",
-                shareS, sharing, rssShared);
     std::printf("simulate: install     %8.3f s\n", installS);
     std::printf("simulate: run         %8.3f s   simulated %.1f us, %s\n", runS,
                 rep.endTime.GetNanoSeconds() / 1e3, rep.completed ? "completed" : "STUCK");

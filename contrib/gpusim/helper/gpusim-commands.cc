@@ -617,7 +617,11 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "       [--json FILE] [--trace FILE]\n";
             return o.Has("help") ? 0 : 1;
         }
-        auto job = std::make_shared<JobTrace>(ReadJobTrace(o.Positional().front()));
+        // Identical ranks share one op list from the moment they are read (--no-dedup: not).
+        uint32_t sharing = 0;
+        auto job = std::make_shared<JobTrace>(
+            o.Has("no-dedup") ? ReadJobTrace(o.Positional().front())
+                              : ReadJobTraceSharing(o.Positional().front(), &sharing));
         ValidateJobTrace(*job);
         QuerySyncPolicy queryPolicy = QuerySyncPolicy::Wait;
         if (!ParseQuerySyncPolicy(o.Get("query-syncs", "wait"), queryPolicy))
@@ -626,7 +630,6 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         ApplyQuerySyncPolicy(*job, queryPolicy);
         const DedupReport dedup = GroupIdenticalRanks(*job);
-        const uint32_t sharing = o.Has("no-dedup") ? 0 : ShareIdenticalRanks(*job);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);

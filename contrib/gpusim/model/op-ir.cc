@@ -550,6 +550,12 @@ ReadRankTrace(const std::string& file, uint32_t rank)
 JobTrace
 ReadJobTrace(const std::string& dir)
 {
+    return ReadJobTrace(dir, {});
+}
+
+JobTrace
+ReadJobTrace(const std::string& dir, const std::function<void(JobTrace&, uint32_t)>& onRank)
+{
     const std::string manifestPath = JoinPath(dir, "manifest.json");
     std::string text = ReadWholeFile(manifestPath);
     simdjson::dom::parser parser;
@@ -638,6 +644,10 @@ ReadJobTrace(const std::string& dir)
         rt.rank = entries[i].first;
         rt.device = entries[i].second.second;
         job.ranks.push_back(std::move(rt));
+        if (onRank)
+        {
+            onRank(job, static_cast<uint32_t>(i));
+        }
     }
     return job;
 }
@@ -870,19 +880,32 @@ ValidateJobTrace(const JobTrace& job)
     std::map<std::pair<std::string, uint64_t>, std::vector<CollKey>> colls;
     for (const auto& r : job.ranks)
     {
-        if (r.opsFrom >= 0)
-        {
-            throw TraceFormatError("rank " + std::to_string(r.rank), 0,
-                                   "shares its ops in memory: validate before ShareIdenticalRanks");
-        }
         const std::string where = "rank " + std::to_string(r.rank);
-        std::set<std::string> joined;
-        for (size_t i = 0; i < r.ops.size(); ++i)
+        if (r.opsFrom >= static_cast<int64_t>(job.ranks.size()) ||
+            (r.opsFrom >= 0 && job.ranks[r.opsFrom].opsFrom >= 0))
         {
-            const Op& op = r.ops[i];
+            throw TraceFormatError(where, 0, "shares the ops of a rank that has none of its own");
+        }
+        // A rank sharing another's list: that list, with this rank's own comm_init lines.
+        const std::vector<Op>& ops = r.opsFrom >= 0 ? job.ranks[r.opsFrom].ops : r.ops;
+        size_t ownInits = 0;
+        std::set<std::string> joined;
+        for (size_t i = 0; i < ops.size(); ++i)
+        {
             auto fail = [&](const std::string& why) {
                 throw TraceFormatError(where, i + 1, why);
             };
+            const Op* current = &ops[i];
+            if (r.opsFrom >= 0 && current->kind == OpKind::CommInit)
+            {
+                if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit ||
+                    r.ops[ownInits].comm != current->comm)
+                {
+                    fail("shared op list: comm_init lines do not match this rank's own");
+                }
+                current = &r.ops[ownInits++];
+            }
+            const Op& op = *current;
             if (op.kind == OpKind::CommInit)
             {
                 CommInfo& c = comms[op.comm];

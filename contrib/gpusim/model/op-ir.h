@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -192,6 +193,10 @@ uint32_t DataTypeSize(DataType t);
 
 /// Reads a gpusim trace directory (manifest.json + per-rank JSON-lines). Throws TraceFormatError.
 JobTrace ReadJobTrace(const std::string& dir);
+/// The same, calling `onRank(job, r)` right after rank r is read (ranks in order), e.g. to let
+/// identical ranks share one op list while reading (ReadJobTraceSharing).
+JobTrace ReadJobTrace(const std::string& dir,
+                      const std::function<void(JobTrace&, uint32_t)>& onRank);
 /// Reads one rank file (JSON-lines). Throws TraceFormatError.
 RankTrace ReadRankTrace(const std::string& file, uint32_t rank);
 /// Serialises one op as a single JSON line (no trailing newline).
@@ -201,6 +206,8 @@ void WriteJobTrace(const JobTrace& job, const std::string& dir);
 
 /// Checks cross-op consistency of a job (streams, events, communicators, collective matching
 /// by (comm, seq)) and throws TraceFormatError naming the rank/op on the first problem.
+/// Ranks sharing another rank's op list (RankTrace::opsFrom) are checked as that list with
+/// their own comm_init lines in place of the shared ones.
 void ValidateJobTrace(const JobTrace& job);
 
 } // namespace gpusim

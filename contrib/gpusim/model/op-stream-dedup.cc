@@ -97,8 +97,11 @@ Group(const std::vector<uint64_t>& hashes)
 
 } // namespace
 
+namespace
+{
+
 uint64_t
-HashOpStream(const RankTrace& rank, bool withTimings)
+HashOps(const std::vector<Op>& ops, const std::vector<Op>* ownInits, bool withTimings)
 {
     Fnv1a h;
     Ordinals<std::string> comms;
@@ -108,8 +111,13 @@ HashOpStream(const RankTrace& rank, bool withTimings)
     Ordinals<int64_t> streams;
     Ordinals<uint64_t> tokens;
     std::map<std::string, std::pair<int32_t, int32_t>> myCommRank; // comm -> (rank, nranks)
-    for (const Op& op : rank.ops)
+    size_t nextInit = 0;
+    for (const Op& shared : ops)
     {
+        // A shared list stands for this rank with its own comm_init lines.
+        const Op& op = ownInits && shared.kind == OpKind::CommInit && nextInit < ownInits->size()
+                           ? (*ownInits)[nextInit++]
+                           : shared;
         h.Value(op.kind);
         h.Value(op.thread);
         // Stream 0 is the legacy default stream; other ids are names local to the device.
@@ -207,6 +215,25 @@ HashOpStream(const RankTrace& rank, bool withTimings)
     return h.Get();
 }
 
+} // namespace
+
+uint64_t
+HashOpStream(const RankTrace& rank, bool withTimings)
+{
+    return HashOps(rank.ops, nullptr, withTimings);
+}
+
+uint64_t
+HashOpStream(const JobTrace& job, uint32_t r, bool withTimings)
+{
+    const RankTrace& rank = job.ranks.at(r);
+    if (rank.opsFrom < 0)
+    {
+        return HashOps(rank.ops, nullptr, withTimings);
+    }
+    return HashOps(job.ranks.at(rank.opsFrom).ops, &rank.ops, withTimings);
+}
+
 std::string
 DedupReport::Summary() const
 {
@@ -227,17 +254,21 @@ GroupIdenticalRanks(const JobTrace& job)
     rep.ranks = static_cast<uint32_t>(job.ranks.size());
     std::vector<uint64_t> exact;
     std::vector<uint64_t> structural;
-    for (const auto& r : job.ranks)
+    auto opsOf = [&](uint32_t r) -> const std::vector<Op>& {
+        const RankTrace& rank = job.ranks[r];
+        return rank.opsFrom >= 0 ? job.ranks[rank.opsFrom].ops : rank.ops;
+    };
+    for (uint32_t r = 0; r < job.ranks.size(); ++r)
     {
-        exact.push_back(HashOpStream(r, true));
-        structural.push_back(HashOpStream(r, false));
-        rep.opsTotal += r.ops.size();
+        exact.push_back(HashOpStream(job, r, true));
+        structural.push_back(HashOpStream(job, r, false));
+        rep.opsTotal += opsOf(r).size();
     }
     rep.groups = Group(exact);
     rep.structuralGroups = Group(structural);
     for (const auto& g : rep.groups)
     {
-        rep.opsDistinct += job.ranks[g.front()].ops.size();
+        rep.opsDistinct += opsOf(g.front()).size();
     }
     NS_LOG_INFO(rep.Summary());
     return rep;
@@ -260,65 +291,80 @@ SameOpForSharing(const Op& a, const Op& b)
     return a.kind == OpKind::CommInit || a.commRank == b.commRank;
 }
 
+bool
+RankSharer::Offer(JobTrace& job, uint32_t r)
+{
+    RankTrace& rank = job.ranks.at(r);
+    if (rank.opsFrom >= 0)
+    {
+        return true;
+    }
+    // Bucket by a literal hash (no renaming: sharing needs equal ops, not equivalent ones),
+    // then confirm field by field.
+    Fnv1a h;
+    for (const Op& op : rank.ops)
+    {
+        h.Value(op.kind);
+        h.Value(op.thread);
+        h.Double(op.cpuUs);
+        h.Value(op.stream);
+        h.String(op.name);
+        h.String(op.comm);
+        h.Value(op.seq);
+        h.Value(op.peer);
+        h.Value(op.event);
+        h.Value(op.bytes);
+    }
+    auto& candidates = m_candidates[h.Get()];
+    for (uint32_t c : candidates)
+    {
+        const auto& other = job.ranks[c].ops;
+        if (other.size() == rank.ops.size() &&
+            std::equal(other.begin(), other.end(), rank.ops.begin(), SameOpForSharing))
+        {
+            std::vector<Op> own;
+            for (const Op& op : rank.ops)
+            {
+                if (op.kind == OpKind::CommInit)
+                {
+                    own.push_back(op);
+                }
+            }
+            rank.ops.swap(own); // frees the duplicate list
+            rank.opsFrom = static_cast<int32_t>(c);
+            return true;
+        }
+    }
+    candidates.push_back(r);
+    return false;
+}
+
 uint32_t
 ShareIdenticalRanks(JobTrace& job)
 {
-    // Bucket by a literal hash (no renaming: sharing needs equal ops, not equivalent ones),
-    // then confirm field by field.
-    std::map<uint64_t, std::vector<uint32_t>> buckets;
+    RankSharer sharer;
     uint32_t shared = 0;
     for (uint32_t r = 0; r < job.ranks.size(); ++r)
     {
-        RankTrace& rank = job.ranks[r];
-        if (rank.opsFrom >= 0)
-        {
-            continue;
-        }
-        Fnv1a h;
-        for (const Op& op : rank.ops)
-        {
-            h.Value(op.kind);
-            h.Value(op.thread);
-            h.Double(op.cpuUs);
-            h.Value(op.stream);
-            h.String(op.name);
-            h.String(op.comm);
-            h.Value(op.seq);
-            h.Value(op.peer);
-            h.Value(op.event);
-            h.Value(op.bytes);
-        }
-        auto& candidates = buckets[h.Get()];
-        int32_t rep = -1;
-        for (uint32_t c : candidates)
-        {
-            const auto& other = job.ranks[c].ops;
-            if (other.size() == rank.ops.size() &&
-                std::equal(other.begin(), other.end(), rank.ops.begin(), SameOpForSharing))
-            {
-                rep = static_cast<int32_t>(c);
-                break;
-            }
-        }
-        if (rep < 0)
-        {
-            candidates.push_back(r);
-            continue;
-        }
-        std::vector<Op> own;
-        for (const Op& op : rank.ops)
-        {
-            if (op.kind == OpKind::CommInit)
-            {
-                own.push_back(op);
-            }
-        }
-        rank.ops.swap(own); // frees the duplicate list
-        rank.opsFrom = rep;
-        ++shared;
+        shared += sharer.Offer(job, r) ? 1 : 0;
     }
     NS_LOG_INFO(shared << " of " << job.ranks.size() << " ranks share another rank's ops");
     return shared;
+}
+
+JobTrace
+ReadJobTraceSharing(const std::string& dir, uint32_t* shared)
+{
+    RankSharer sharer;
+    uint32_t n = 0;
+    JobTrace job = ReadJobTrace(dir, [&](JobTrace& j, uint32_t r) {
+        n += sharer.Offer(j, r) ? 1 : 0;
+    });
+    if (shared)
+    {
+        *shared = n;
+    }
+    return job;
 }
 
 } // namespace gpusim

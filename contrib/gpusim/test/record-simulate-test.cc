@@ -664,9 +664,15 @@ TEST(OpStreamDedup, IdenticalRanksShareOneOpList)
         EXPECT_EQ(job.ranks[r].ops[0].kind, OpKind::CommInit);
         EXPECT_EQ(job.ranks[r].ops[0].commRank, static_cast<int32_t>(r));
     }
-    // A shared job is engine input only.
-    EXPECT_THROW(ValidateJobTrace(job), TraceFormatError);
+    // Validation and grouping see every rank whole; writing refuses (engine input only).
+    EXPECT_NO_THROW(ValidateJobTrace(job));
+    DedupReport d = GroupIdenticalRanks(job);
+    EXPECT_EQ(d.opsTotal, n * opsPerRank);
+    EXPECT_EQ(d.structuralGroups.size(), 1u);
     EXPECT_THROW(WriteJobTrace(job, TempDir() + "/x"), std::runtime_error);
+    // Validation still sees each rank's own comm rank: a clash is reported.
+    job.ranks[3].ops[0].commRank = 1;
+    EXPECT_THROW(ValidateJobTrace(job), TraceFormatError);
 
     // Send/recv rings name absolute peers: equivalent (grouped) but not equal (not shared).
     JobBuilder ring(4);
@@ -715,4 +721,24 @@ TEST(OpStreamDedup, SharingDoesNotChangeTheSimulation)
     EXPECT_EQ(Slurp(tmp + "/a.trace.json"), Slurp(tmp + "/b.trace.json"));
     auto body = [](const std::string& out) { return out.substr(out.find("# cluster:")); };
     EXPECT_EQ(body(shared.out), body(full.out));
+}
+
+TEST(OpStreamDedup, ReadingSharesAsItGoes)
+{
+    const uint32_t n = 8;
+    JobBuilder b(n);
+    b.AllRanks().CommInit("dp").CreateStream(1).Gemm(1, 1024, 1024, 1024);
+    b.AllReduce(1, "dp", 1 << 20).SyncStream(1);
+    const std::string dir = TempDir() + "/trace";
+    WriteJobTrace(b.Build(), dir);
+    uint32_t shared = 0;
+    JobTrace job = ReadJobTraceSharing(dir, &shared);
+    EXPECT_EQ(shared, n - 1);
+    ValidateJobTrace(job);
+    for (uint32_t r = 1; r < n; ++r)
+    {
+        EXPECT_EQ(job.ranks[r].opsFrom, 0);
+        EXPECT_EQ(job.ranks[r].ops.front().commRank, static_cast<int32_t>(r));
+    }
+    EXPECT_EQ(GroupIdenticalRanks(job).Summary(), "8 ranks, 1 distinct op stream");
 }
