@@ -201,6 +201,41 @@ DescribeStatus(int status)
     return "stopped";
 }
 
+/// Set by SIGINT/SIGTERM while ranks run: the ranks are in their own process groups, so a
+/// Ctrl-C at the terminal reaches only us, and we must stop them ourselves.
+volatile sig_atomic_t g_interrupted = 0;
+
+void
+OnInterrupt(int sig)
+{
+    g_interrupted = sig;
+}
+
+/// Installs OnInterrupt for SIGINT/SIGTERM for its lifetime, restoring the old handlers.
+class InterruptGuard
+{
+  public:
+    InterruptGuard()
+    {
+        g_interrupted = 0;
+        struct sigaction sa = {};
+        sa.sa_handler = OnInterrupt;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &m_oldInt);
+        sigaction(SIGTERM, &sa, &m_oldTerm);
+    }
+
+    ~InterruptGuard()
+    {
+        sigaction(SIGINT, &m_oldInt, nullptr);
+        sigaction(SIGTERM, &m_oldTerm, nullptr);
+    }
+
+  private:
+    struct sigaction m_oldInt;
+    struct sigaction m_oldTerm;
+};
+
 struct RankProcess
 {
     pid_t pid = -1;
@@ -498,6 +533,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
 
         const uint32_t perServer = std::max<uint32_t>(1, spec.gpusPerServer);
+        InterruptGuard interrupts;
         std::vector<RankProcess> procs(gpus);
         const auto start = std::chrono::steady_clock::now();
         for (uint32_t r = 0; r < gpus; ++r)
@@ -516,7 +552,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         // Wait; the first failing rank stops the others (they could wait forever for it).
         int failedRank = -1;
         bool timedOut = false;
-        while (!Reap(procs))
+        while (!Reap(procs) && !g_interrupted)
         {
             for (uint32_t r = 0; r < procs.size() && failedRank < 0; ++r)
             {
@@ -538,9 +574,16 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
-        if (failedRank >= 0 || timedOut)
+        if (failedRank >= 0 || timedOut || g_interrupted)
         {
             StopAll(procs);
+        }
+        if (g_interrupted)
+        {
+            err << "gpusim record: interrupted (signal " << g_interrupted
+                << "); all ranks were stopped, no trace written\n";
+            RemoveTree(staging);
+            return 128 + g_interrupted;
         }
         for (uint32_t r = 0; r < procs.size() && failedRank < 0 && !timedOut; ++r)
         {
@@ -643,7 +686,8 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
                 }
             }
             char line[160];
-            std::snprintf(line, sizeof(line), "%7u  %9zu  %8llu  %5llu  %6llu  %11llu  %3llu  %5llu  %7llu\n",
+            std::snprintf(line, sizeof(line),
+                          "%7u  %9zu  %8llu  %5llu  %6llu  %11llu  %3llu  %5llu  %7llu\n",
                           r.rank, r.ops.size(), (unsigned long long)kernels,
                           (unsigned long long)gemms, (unsigned long long)copies,
                           (unsigned long long)colls, (unsigned long long)p2p,

@@ -21,8 +21,8 @@ namespace gpusim
 /// Hash of one rank's op stream (64-bit FNV-1a over normalised fields, op by op).
 /// Ignored: comm_init's `rank`, `rec_us`. Names local to a rank or process are replaced by
 /// their order of first use: communicator ids, `ptr`, `group`, event ids (per process in the
-/// shim), stream ids other than 0, thread tokens. Send/recv `peer` is hashed relative to the rank's own comm rank
-/// ((peer - me) mod nranks). With `withTimings` false, `cpu_us` and `dur_us` are ignored too.
+/// shim), stream ids other than 0, thread tokens. Send/recv `peer` is hashed relative to the
+/// rank's own comm rank ((peer - me) mod nranks). With `withTimings` false, `cpu_us` and `dur_us` are ignored too.
 uint64_t HashOpStream(const RankTrace& rank, bool withTimings = true);
 /// The same for rank r of a job, following RankTrace::opsFrom for shared op lists.
 uint64_t HashOpStream(const JobTrace& job, uint32_t r, bool withTimings = true);
@@ -33,7 +33,7 @@ struct DedupReport
 {
     uint32_t ranks = 0;
     std::vector<std::vector<uint32_t>> groups;           //!< identical including host timings
-    std::vector<std::vector<uint32_t>> structuralGroups; //!< identical ignoring cpu_us/dur_us
+    std::vector<std::vector<uint32_t>> structuralGroups; //!< identical but for cpu_us/dur_us
     uint64_t opsTotal = 0;                               //!< ops over all ranks
     uint64_t opsDistinct = 0;                            //!< ops over one rank per group
 

@@ -7,6 +7,8 @@
 #include "ns3/record-command.h"
 
 #include <chrono>
+#include <csignal>
+#include <thread>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -419,17 +421,19 @@ TEST(ProfileTable, BadFilesAreRejectedWithTheEntry)
     expectError(R"({"format":"gpusim-kernel-table","version":2,"kernels":[]})", "version");
     expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"name":"a"}]})",
                 "kernels[0]: missing number 'dur_us'");
-    expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"name":"a","dur_us":-1}]})",
-                "must not be negative");
+    const std::string head = R"({"format":"gpusim-kernel-table","version":1,"kernels":)";
+    expectError(head + R"([{"name":"a","dur_us":-1}]})", "must not be negative");
     expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"name":"a","dur_us":1},
                 {"name":"a","dur_us":2}]})",
                 "kernels[1]: duplicate key");
     expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"dur_us":1}]})",
                 "needs 'name' or 'gemm'");
-    expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"name":"a","grid":[1,2],"dur_us":1}]})",
+    expectError(head + R"([{"name":"a","grid":[1,2],"dur_us":1}]})",
                 "'grid' must be an array of 3 integers");
-    expectError(R"({"format":"gpusim-kernel-table","version":1,"kernels":[{"gemm":{"m":1,"n":1},"dur_us":1}]})",
+    expectError(head + R"([{"gemm":{"m":1,"n":1},"dur_us":1}]})",
                 "'gemm' needs positive integer 'k'");
+    expectError(head + R"([{"gemm":{"m":1,"n":1,"k":1,"dtype":7},"dur_us":1}]})",
+                "dtype must be a string");
 }
 
 TEST(ProfileTable, SimulateUsesTheTable)
@@ -700,7 +704,8 @@ TEST(OpStreamDedup, SharingDoesNotChangeTheSimulation)
         b.AllRanks().Marker("ProfilerStep#" + std::to_string(it), MarkerPhase::Begin);
         for (uint32_t r = 0; r < 16; ++r)
         {
-            b.Rank(r).Host(5).Gemm(1, 4096, 4096, 1024).AllReduce(1, r < 8 ? "tp0" : "tp1", 8 << 20);
+            const std::string tp = r < 8 ? "tp0" : "tp1";
+            b.Rank(r).Host(5).Gemm(1, 4096, 4096, 1024).AllReduce(1, tp, 8 << 20);
         }
         b.AllRanks().Gemm(1, 4096, 4096, 4096).RecordEvent(1, 1).WaitEvent(2, 1);
         b.AllReduce(2, "dp", 64 << 20).Gemm(1, 4096, 4096, 4096).SyncDevice();
@@ -741,4 +746,32 @@ TEST(OpStreamDedup, ReadingSharesAsItGoes)
         EXPECT_EQ(job.ranks[r].ops.front().commRank, static_cast<int32_t>(r));
     }
     EXPECT_EQ(GroupIdenticalRanks(job).Summary(), "8 ranks, 1 distinct op stream");
+}
+
+TEST(RecordSimulate, InterruptStopsEveryRank)
+{
+    if (FindShimLibDir().empty())
+    {
+        GTEST_SKIP() << "shim libraries not built";
+    }
+    // SIGINT to ourselves while the ranks sleep: they run in their own process groups, so
+    // record must stop them and report, not leave them running.
+    const std::string dir = TempDir() + "/trace";
+    const std::string staging = dir + ".recording-" + std::to_string(getpid());
+    std::thread interrupter([staging] {
+        // Once the staging directory exists the handler is about to be installed.
+        for (int i = 0; i < 1000 && !Exists(staging); ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGINT);
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    CliResult r = Cli({"record", "--gpus", "2", "--out", dir, "--", "sleep", "60"});
+    interrupter.join();
+    EXPECT_EQ(r.code, 128 + SIGINT);
+    EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+    EXPECT_FALSE(Exists(staging));
 }
