@@ -3,7 +3,9 @@
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-spec.h"
 #include "ns3/log.h"
+#include "ns3/json-writer.h"
 #include "ns3/op-stream-dedup.h"
+#include "ns3/profile-table-cost-model.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -49,6 +51,9 @@ PrintRecordUsage(std::ostream& os)
           "  --gpus N         ranks to run, one process each (default 1)\n"
           "  --out DIR        trace directory (default ./gpusim-trace); replaced on success\n"
           "  --timeout S      kill the program after S seconds (default: no limit)\n"
+          "  --kernel-table-template FILE\n"
+          "                   also write a kernel table to fill in on a real GPU (one entry per\n"
+          "                   distinct kernel, roofline estimates; see doc/record-simulate.md)\n"
           "Runs PROGRAM on the gpusim shim (no GPU needed) and writes manifest.json +\n"
           "rank-R.jsonl to DIR. Exit: 0 recorded, 1 usage, 2 program failed, 3 timed out.\n";
 }
@@ -443,7 +448,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
                 throw RecordUsage("option --" + key + " needs a value");
             }
             if (key != "preset" && key != "gpu" && key != "gpus" && key != "out" &&
-                key != "timeout")
+                key != "timeout" && key != "kernel-table-template")
             {
                 throw RecordUsage("unknown option --" + key);
             }
@@ -630,6 +635,12 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
         PublishTrace(staging, outDir);
         staging.clear();
+        if (opts.count("kernel-table-template"))
+        {
+            const std::string file = opts["kernel-table-template"];
+            WriteFileAtomically(file, KernelTableTemplate(job, gpuSpec, gpuModel));
+            out << "# kernel table template: " << file << "\n";
+        }
 
         // Summary.
         const double wall =

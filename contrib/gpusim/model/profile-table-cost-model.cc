@@ -1,10 +1,14 @@
 #include "ns3/profile-table-cost-model.h"
 
 #include "ns3/boolean.h"
+#include "ns3/json-writer.h"
 #include "ns3/log.h"
 #include "ns3/string.h"
 
 #include <simdjson.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace ns3
 {
@@ -213,6 +217,81 @@ LoadKernelTable(const std::string& file)
         }
     }
     return table;
+}
+
+std::string
+KernelTableTemplate(const JobTrace& job, const GpuSpec& gpu, const std::string& gpuName)
+{
+    struct Entry
+    {
+        const Op* op; //!< first launch with this key
+        uint64_t launches = 0;
+    };
+    // Keyed like the table; ordered containers keep the output deterministic.
+    std::map<std::tuple<std::string, KernelTable::Dim3, KernelTable::Dim3>, Entry> launches;
+    std::map<std::pair<std::string, KernelTable::GemmKey>, Entry> gemms;
+    for (const auto& rank : job.ranks)
+    {
+        const auto& ops = rank.opsFrom >= 0 ? job.ranks[rank.opsFrom].ops : rank.ops;
+        for (const Op& op : ops)
+        {
+            if (op.kind != OpKind::Kernel)
+            {
+                continue;
+            }
+            Entry& e = op.gemm.m ? gemms[{op.name, KeyOf(op.gemm)}]
+                                 : launches[{op.name, op.grid, op.block}];
+            if (!e.launches++)
+            {
+                e.op = &op;
+            }
+        }
+    }
+    std::vector<Entry> all;
+    for (const auto& [key, e] : launches)
+    {
+        all.push_back(e);
+    }
+    for (const auto& [key, e] : gemms)
+    {
+        all.push_back(e);
+    }
+    std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
+        return a.launches > b.launches;
+    });
+    Ptr<RooflineCostModel> roofline = CreateObject<RooflineCostModel>();
+    // One entry per line: this file is meant to be edited by hand or by a script.
+    JsonWriter head;
+    head.String(gpuName);
+    std::string text = "{\"format\": \"gpusim-kernel-table\", \"version\": 1, \"gpu\": " +
+                       head.Take() + ",\n \"kernels\": [";
+    for (size_t i = 0; i < all.size(); ++i)
+    {
+        const Op& op = *all[i].op;
+        Op shape = op;
+        shape.durUs = -1; // the estimate, not a recorded time
+        JsonWriter w;
+        w.BeginObject().Key("name").String(op.name);
+        if (op.gemm.m)
+        {
+            w.Key("gemm").BeginObject();
+            w.Key("m").Uint(op.gemm.m).Key("n").Uint(op.gemm.n).Key("k").Uint(op.gemm.k);
+            w.Key("batch").Uint(op.gemm.batch).Key("dtype").String(ToString(op.gemm.dtype));
+            w.EndObject();
+        }
+        else
+        {
+            w.Key("grid").BeginArray().Uint(op.grid[0]).Uint(op.grid[1]).Uint(op.grid[2]);
+            w.EndArray();
+            w.Key("block").BeginArray().Uint(op.block[0]).Uint(op.block[1]).Uint(op.block[2]);
+            w.EndArray();
+        }
+        w.Key("dur_us").Fixed(roofline->GetDuration(shape, gpu).GetNanoSeconds() / 1e3, 3);
+        w.Key("estimated").Bool(true).Key("launches").Uint(all[i].launches);
+        w.EndObject();
+        text += (i ? ",\n  " : "\n  ") + w.Take();
+    }
+    return text + "\n]}\n";
 }
 
 } // namespace gpusim

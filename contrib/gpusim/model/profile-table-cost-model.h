@@ -44,6 +44,13 @@ struct KernelTable
 /// Reads a kernel table (JSON). Throws TraceFormatError naming the file and entry.
 KernelTable LoadKernelTable(const std::string& file);
 
+/// A kernel table to fill in on a real GPU: one entry per distinct kernel key of the job
+/// (name + grid + block, or name + GEMM shape), with the roofline estimate on `gpu` as
+/// `dur_us`, `"estimated": true` and the number of `launches`, most launched first. As written
+/// it gives the same times as the roofline. Returns the JSON text.
+std::string KernelTableTemplate(const JobTrace& job, const GpuSpec& gpu,
+                                const std::string& gpuName);
+
 } // namespace gpusim
 
 class ProfileTableCostModel : public KernelCostModel

@@ -775,3 +775,36 @@ TEST(RecordSimulate, InterruptStopsEveryRank)
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
     EXPECT_FALSE(Exists(staging));
 }
+
+TEST(ProfileTable, RecordWritesATemplateThatReproducesTheRoofline)
+{
+    if (!ShimAvailable())
+    {
+        GTEST_SKIP() << "shim libraries or shim_train not built (GPUSIM_BUILD_SHIM=OFF?)";
+    }
+    const std::string tmp = TempDir();
+    const std::string dir = tmp + "/trace";
+    const std::string table = tmp + "/kernels.json";
+    CliResult rec = Cli({"record", "--gpus", "2", "--out", dir, "--kernel-table-template", table,
+                         "--", kTrain, "--iters", "2"});
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    EXPECT_NE(rec.out.find("# kernel table template: " + table), std::string::npos) << rec.out;
+    KernelTable t = LoadKernelTable(table);
+    // layernorm and sgd_update launches, five GEMM shapes (cuBLAS and cuBLASLt).
+    EXPECT_EQ(t.byLaunch.size(), 2u);
+    EXPECT_EQ(t.byNamedGemm.size(), 5u);
+    EXPECT_EQ(t.gpu, "h100-sxm");
+    const std::string text = Slurp(table);
+    EXPECT_NE(text.find("\"estimated\":true"), std::string::npos);
+    EXPECT_NE(text.find("\"launches\":4"), std::string::npos) << text; // 2 ranks x 2 iterations
+
+    CliResult roof = Cli({"simulate", dir, "--cost-model", "roofline"});
+    ASSERT_EQ(roof.code, 0) << roof.err;
+    CliResult tab = Cli({"simulate", dir, "--kernel-table", table});
+    ASSERT_EQ(tab.code, 0) << tab.err;
+    EXPECT_NE(tab.out.find("# kernel table: 28 of 28 kernel launches measured"),
+              std::string::npos)
+        << tab.out;
+    auto endLine = [](const std::string& out) { return out.substr(out.find("# end of")); };
+    EXPECT_EQ(endLine(roof.out), endLine(tab.out));
+}
