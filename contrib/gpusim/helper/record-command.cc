@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -320,6 +321,14 @@ SpawnRank(const std::vector<std::string>& program, const std::map<std::string, s
     {
         // Own process group, so a failing job's helpers (shells, children) are stopped too.
         ::setpgid(0, 0);
+        // A background process group must not read the terminal (it would stop on SIGTTIN);
+        // ranks get /dev/null as stdin, as gpusim-launch's background ranks do.
+        int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+        {
+            ::dup2(devnull, STDIN_FILENO);
+            ::close(devnull);
+        }
         for (const auto& [k, v] : env)
         {
             ::setenv(k.c_str(), v.c_str(), 1);

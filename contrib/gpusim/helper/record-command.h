@@ -19,7 +19,7 @@ namespace gpusim
 
 /// gpusim record [--preset NAME] [--gpus N] [--out DIR] [--timeout S] -- PROGRAM ARGS...
 /// Exit codes: 0 recorded, 1 usage, 2 the program failed (non-zero exit, signal, no trace) or
-/// the shim is missing, 3 timed out.
+/// the shim is missing, 3 timed out, 128 + signal when interrupted (SIGINT/SIGTERM).
 int RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// Where the shim libraries are: $GPUSIM_SHIM_LIBDIR, else relative to the running binary
