@@ -7,8 +7,6 @@
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
-#include "ns3/op-stream-dedup.h"
-#include "ns3/profile-table-cost-model.h"
 #include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -617,19 +615,15 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "       [--json FILE] [--trace FILE]\n";
             return o.Has("help") ? 0 : 1;
         }
-        // Identical ranks share one op list from the moment they are read (--no-dedup: not).
-        uint32_t sharing = 0;
-        auto job = std::make_shared<JobTrace>(
-            o.Has("no-dedup") ? ReadJobTrace(o.Positional().front())
-                              : ReadJobTraceSharing(o.Positional().front(), &sharing));
-        ValidateJobTrace(*job);
-        QuerySyncPolicy queryPolicy = QuerySyncPolicy::Wait;
+        QuerySyncPolicy queryPolicy;
         if (!ParseQuerySyncPolicy(o.Get("query-syncs", "wait"), queryPolicy))
         {
             throw UsageError("--query-syncs must be wait or ignore");
         }
-        ApplyQuerySyncPolicy(*job, queryPolicy);
-        const DedupReport dedup = GroupIdenticalRanks(*job);
+        std::string dedupLine;
+        std::shared_ptr<JobTrace> job = LoadJobForSimulation(o.Positional().front(),
+                                                             !o.Has("no-dedup"), queryPolicy,
+                                                             dedupLine);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
@@ -652,9 +646,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                                              : "ns3::RooflineCostModel");
         if (o.Has("kernel-table"))
         {
-            helper.SetCostModel("ns3::ProfileTableCostModel");
-            helper.SetCostModelAttribute("UseRecorded", BooleanValue(cm == "recorded"));
-            helper.SetCostModelAttribute("TableFile", StringValue(o.Get("kernel-table", "")));
+            UseKernelTable(helper, o.Get("kernel-table", ""), cm == "recorded");
         }
         if (o.Has("scale-kernels"))
         {
@@ -672,17 +664,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
-        out << "# " << dedup.Summary();
-        if (sharing)
-        {
-            out << "; " << sharing << " share another rank's op list in memory";
-        }
-        out << "\n";
-        if (auto table = DynamicCast<ProfileTableCostModel>(w->GetContext(0)->GetCostModel()))
-        {
-            out << "# kernel table: " << table->GetHits() << " of "
-                << table->GetHits() + table->GetMisses() << " kernel launches measured\n";
-        }
+        out << dedupLine << KernelTableSummary(*w);
         out << "# cluster: " << Describe(spec) << "\n";
         out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
                "exposed_comm   overlap      idle\n";

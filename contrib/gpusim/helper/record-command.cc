@@ -1,11 +1,13 @@
 #include "ns3/record-command.h"
 
+#include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-spec.h"
 #include "ns3/log.h"
 #include "ns3/json-writer.h"
 #include "ns3/op-stream-dedup.h"
 #include "ns3/profile-table-cost-model.h"
+#include "ns3/string.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -412,6 +414,50 @@ ApplyQuerySyncPolicy(JobTrace& job, QuerySyncPolicy policy)
         }
     }
     return n;
+}
+
+std::shared_ptr<JobTrace>
+LoadJobForSimulation(const std::string& dir,
+                     bool share,
+                     QuerySyncPolicy policy,
+                     std::string& summary)
+{
+    uint32_t sharing = 0;
+    auto job = std::make_shared<JobTrace>(share ? ReadJobTraceSharing(dir, &sharing)
+                                                : ReadJobTrace(dir));
+    ValidateJobTrace(*job);
+    ApplyQuerySyncPolicy(*job, policy);
+    summary = "# " + GroupIdenticalRanks(*job).Summary();
+    if (sharing)
+    {
+        summary += "; " + std::to_string(sharing) + " share another rank's op list in memory";
+    }
+    summary += "\n";
+    return job;
+}
+
+void
+UseKernelTable(GpuWorkloadHelper& helper, const std::string& file, bool useRecorded)
+{
+    helper.SetCostModel("ns3::ProfileTableCostModel");
+    helper.SetCostModelAttribute("UseRecorded", BooleanValue(useRecorded));
+    helper.SetCostModelAttribute("TableFile", StringValue(file));
+}
+
+std::string
+KernelTableSummary(const GpuWorkload& workload)
+{
+    if (workload.GetNRanks() == 0)
+    {
+        return "";
+    }
+    auto table = DynamicCast<ProfileTableCostModel>(workload.GetContext(0)->GetCostModel());
+    if (!table)
+    {
+        return "";
+    }
+    return "# kernel table: " + std::to_string(table->GetHits()) + " of " +
+           std::to_string(table->GetHits() + table->GetMisses()) + " kernel launches measured\n";
 }
 
 int

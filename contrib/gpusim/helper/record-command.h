@@ -6,9 +6,11 @@
 #ifndef GPUSIM_RECORD_COMMAND_H
 #define GPUSIM_RECORD_COMMAND_H
 
+#include "ns3/gpu-workload-helper.h"
 #include "ns3/op-ir.h"
 
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,8 +39,26 @@ enum class QuerySyncPolicy
 /// Parses "wait" / "ignore". Returns false on anything else.
 bool ParseQuerySyncPolicy(const std::string& s, QuerySyncPolicy& out);
 
-/// Applies the policy to a job; returns how many query syncs the job holds.
+/// Applies the policy to a job; returns how many query syncs it changed or kept (an op list
+/// shared by identical ranks counts once).
 uint64_t ApplyQuerySyncPolicy(JobTrace& job, QuerySyncPolicy policy);
+
+/// What `gpusim simulate` does to a trace directory before installing it: read it (identical
+/// ranks sharing one op list unless `share` is false), validate, apply the query-sync policy
+/// and group the ranks. `summary` receives "# N ranks, K distinct op streams[; S share ...]\n".
+/// Throws TraceFormatError on a bad trace.
+std::shared_ptr<JobTrace> LoadJobForSimulation(const std::string& dir,
+                                               bool share,
+                                               QuerySyncPolicy policy,
+                                               std::string& summary);
+
+/// Makes the helper cost kernels from a measured table (ProfileTableCostModel); with
+/// `useRecorded`, kernels missing from it use their recorded dur_us before the roofline.
+void UseKernelTable(GpuWorkloadHelper& helper, const std::string& file, bool useRecorded);
+
+/// "# kernel table: H of L kernel launches measured\n" when the workload's cost model is a
+/// table, else "".
+std::string KernelTableSummary(const GpuWorkload& workload);
 
 } // namespace gpusim
 } // namespace ns3
