@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <sys/resource.h>
@@ -240,5 +241,7 @@ main(int argc, char** argv)
     std::printf("peak RSS (read + simulate) %5.1f MiB\n", PeakRssMiB());
     w->Dispose();
     Simulator::Destroy();
+    std::error_code ec;
+    std::filesystem::remove_all(dir.substr(0, dir.rfind('/')), ec);
     return rep.completed ? 0 : 3;
 }

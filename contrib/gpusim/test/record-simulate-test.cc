@@ -7,8 +7,10 @@
 #include "ns3/record-command.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <thread>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -36,11 +38,32 @@ Cli(const std::vector<std::string>& args)
     return {code, out.str(), err.str()};
 }
 
+/// Temporary directories, removed when the test process exits (GPUSIM_KEEP_TEMP=1 keeps them).
+struct TempDirs
+{
+    std::vector<std::string> dirs;
+
+    ~TempDirs()
+    {
+        if (std::getenv("GPUSIM_KEEP_TEMP"))
+        {
+            return;
+        }
+        for (const auto& d : dirs)
+        {
+            std::error_code ec;
+            std::filesystem::remove_all(d, ec);
+        }
+    }
+};
+
 std::string
 TempDir()
 {
+    static TempDirs temps;
     char tmpl[] = "/tmp/gpusim-record-XXXXXX";
-    return std::string(mkdtemp(tmpl));
+    temps.dirs.push_back(mkdtemp(tmpl));
+    return temps.dirs.back();
 }
 
 bool
@@ -807,4 +830,26 @@ TEST(ProfileTable, RecordWritesATemplateThatReproducesTheRoofline)
         << tab.out;
     auto endLine = [](const std::string& out) { return out.substr(out.find("# end of")); };
     EXPECT_EQ(endLine(roof.out), endLine(tab.out));
+}
+
+TEST(QuerySyncs, ReaderChecksTheField)
+{
+    const std::string dir = TempDir();
+    WriteText(dir + "/r.jsonl", "{\"op\":\"stream_sync\",\"stream\":1,\"query\":1}\n");
+    try
+    {
+        ReadRankTrace(dir + "/r.jsonl", 0);
+        ADD_FAILURE() << "accepted a non-boolean query";
+    }
+    catch (const TraceFormatError& e)
+    {
+        EXPECT_EQ(e.Line(), 1u);
+        EXPECT_NE(e.Reason().find("'query' must be true or false"), std::string::npos) << e.what();
+    }
+    // Absent means a synchronize call; on other kinds the field is ignored (unknown field).
+    WriteText(dir + "/r.jsonl", "{\"op\":\"event_sync\",\"event\":3}\n"
+                                "{\"op\":\"device_sync\",\"query\":true}\n");
+    RankTrace r = ReadRankTrace(dir + "/r.jsonl", 0);
+    EXPECT_FALSE(r.ops[0].query);
+    EXPECT_FALSE(r.ops[1].query);
 }
