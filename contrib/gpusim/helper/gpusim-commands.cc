@@ -10,6 +10,7 @@
 #include "ns3/json-writer.h"
 #include "ns3/packet-backend.h"
 #include "ns3/replay-command.h"
+#include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-transport.h"
@@ -126,6 +127,7 @@ PrintUsage(std::ostream& os)
           "  collective   nccl-tests-style sweep of one collective inside the simulator\n"
           "  simulate     simulate a gpusim trace directory (manifest.json + rank-N.jsonl)\n"
           "  replay       replay PyTorch profiler (Kineto) traces on the engine\n"
+          "  record       run a CUDA/NCCL program on the shim and write its trace directory\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -476,23 +478,32 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
 int
 SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels"};
+    std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels",
+                                     "kernel-table", "query-syncs"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(args, valued, {"help"});
+        Options o(args, valued, {"help", "no-dedup"});
         if (o.Has("help") || o.Positional().size() != 1)
         {
             (o.Has("help") ? out : err)
                 << "usage: gpusim simulate DIR [--preset NAME | --cluster FILE] [cluster and "
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
+                   "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
                    "       [--json FILE] [--trace FILE]\n";
             return o.Has("help") ? 0 : 1;
         }
-        auto job = std::make_shared<JobTrace>(ReadJobTrace(o.Positional().front()));
-        ValidateJobTrace(*job);
+        QuerySyncPolicy queryPolicy;
+        if (!ParseQuerySyncPolicy(o.Get("query-syncs", "wait"), queryPolicy))
+        {
+            throw UsageError("--query-syncs must be wait or ignore");
+        }
+        std::string dedupLine;
+        std::shared_ptr<JobTrace> job = LoadJobForSimulation(o.Positional().front(),
+                                                             !o.Has("no-dedup"), queryPolicy,
+                                                             dedupLine);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
@@ -513,6 +524,10 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         helper.SetCostModel(cm == "recorded" ? "ns3::RecordedDurationCostModel"
                                              : "ns3::RooflineCostModel");
+        if (o.Has("kernel-table"))
+        {
+            UseKernelTable(helper, o.Get("kernel-table", ""), cm == "recorded");
+        }
         if (o.Has("scale-kernels"))
         {
             const std::string s = o.Get("scale-kernels", "");
@@ -529,6 +544,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
+        out << dedupLine << KernelTableSummary(*w);
         out << "# cluster: " << DescribeCluster(spec) << "\n";
         out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
                "exposed_comm   overlap      idle\n";
@@ -600,6 +616,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "replay")
     {
         return ReplayCommand(rest, out, err);
+    }
+    if (cmd == "record")
+    {
+        return RecordCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {

@@ -194,7 +194,15 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
         }
         Ptr<CudaContext> ctx = CreateObject<CudaContext>();
         ctx->Setup(node, r, costModel);
-        ctx->Load(m_job->ranks[r]);
+        // A rank sharing another's op list (ShareIdenticalRanks) runs those ops; its own
+        // vector keeps only its comm_init lines, read below.
+        const int32_t from = m_job->ranks[r].opsFrom;
+        if (from >= static_cast<int32_t>(n) || (from >= 0 && m_job->ranks[from].opsFrom >= 0))
+        {
+            throw std::runtime_error("rank " + std::to_string(r) + " shares the ops of rank " +
+                                     std::to_string(from) + ", which has none of its own");
+        }
+        ctx->Load(m_job->ranks[from >= 0 ? from : r]);
         ctx->TraceConnectWithoutContext("Activity", MakeCallback(&GpuWorkload::OnActivity, this));
         for (const Op& op : m_job->ranks[r].ops)
         {

@@ -222,6 +222,21 @@ class LineReader
         return d;
     }
 
+    bool Bool(const char* key, bool def) const
+    {
+        simdjson::dom::element e;
+        if (m_obj[key].get(e) != simdjson::SUCCESS)
+        {
+            return def;
+        }
+        bool b;
+        if (e.get_bool().get(b) != simdjson::SUCCESS)
+        {
+            Fail(std::string("field '") + key + "' must be true or false");
+        }
+        return b;
+    }
+
     simdjson::dom::object Object() const
     {
         return m_obj;
@@ -314,6 +329,13 @@ ParseOpObject(const LineReader& r)
     case OpKind::StreamWaitEvent:
     case OpKind::EventSync:
         op.event = r.Unsigned("event", 0, true);
+        if (op.kind == OpKind::EventSync)
+        {
+            op.query = r.Bool("query", false);
+        }
+        break;
+    case OpKind::StreamSync:
+        op.query = r.Bool("query", false);
         break;
     case OpKind::StreamCreate:
         if (!r.Has("stream"))
@@ -528,6 +550,12 @@ ReadRankTrace(const std::string& file, uint32_t rank)
 JobTrace
 ReadJobTrace(const std::string& dir)
 {
+    return ReadJobTrace(dir, {});
+}
+
+JobTrace
+ReadJobTrace(const std::string& dir, const std::function<void(JobTrace&, uint32_t)>& onRank)
+{
     const std::string manifestPath = JoinPath(dir, "manifest.json");
     std::string text = ReadWholeFile(manifestPath);
     simdjson::dom::parser parser;
@@ -600,6 +628,7 @@ ReadJobTrace(const std::string& dir)
         m.Fail("'ranks' is empty");
     }
     std::sort(entries.begin(), entries.end());
+    std::map<std::string, size_t> parsed; // file -> first rank read from it
     for (size_t i = 0; i < entries.size(); ++i)
     {
         if (entries[i].first != i)
@@ -607,9 +636,18 @@ ReadJobTrace(const std::string& dir)
             m.Fail("ranks must be numbered 0.." + std::to_string(entries.size() - 1) +
                    " each once (rank " + std::to_string(entries[i].first) + " is unexpected)");
         }
-        RankTrace rt = ReadRankTrace(JoinPath(dir, entries[i].second.first), entries[i].first);
+        // Identical ranks may share one file: parse it once.
+        auto [it, fresh] = parsed.emplace(entries[i].second.first, i);
+        RankTrace rt = fresh ? ReadRankTrace(JoinPath(dir, entries[i].second.first),
+                                             entries[i].first)
+                             : job.ranks[it->second];
+        rt.rank = entries[i].first;
         rt.device = entries[i].second.second;
         job.ranks.push_back(std::move(rt));
+        if (onRank)
+        {
+            onRank(job, static_cast<uint32_t>(i));
+        }
     }
     return job;
 }
@@ -690,6 +728,16 @@ OpToJsonLine(const Op& op)
     case OpKind::StreamWaitEvent:
     case OpKind::EventSync:
         w.Key("event").Uint(op.event);
+        if (op.query)
+        {
+            w.Key("query").Bool(true);
+        }
+        break;
+    case OpKind::StreamSync:
+        if (op.query)
+        {
+            w.Key("query").Bool(true);
+        }
         break;
     case OpKind::StreamCreate:
         if (op.stream == 0)
@@ -745,6 +793,15 @@ OpToJsonLine(const Op& op)
 void
 WriteJobTrace(const JobTrace& job, const std::string& dir)
 {
+    for (const auto& r : job.ranks)
+    {
+        if (r.opsFrom >= 0)
+        {
+            throw std::runtime_error("rank " + std::to_string(r.rank) +
+                                     " shares its ops in memory (ShareIdenticalRanks); such a "
+                                     "job cannot be written");
+        }
+    }
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     {
         throw std::runtime_error("cannot create directory " + dir + ": " + std::strerror(errno));
@@ -824,13 +881,31 @@ ValidateJobTrace(const JobTrace& job)
     for (const auto& r : job.ranks)
     {
         const std::string where = "rank " + std::to_string(r.rank);
-        std::set<std::string> joined;
-        for (size_t i = 0; i < r.ops.size(); ++i)
+        if (r.opsFrom >= static_cast<int64_t>(job.ranks.size()) ||
+            (r.opsFrom >= 0 && job.ranks[r.opsFrom].opsFrom >= 0))
         {
-            const Op& op = r.ops[i];
+            throw TraceFormatError(where, 0, "shares the ops of a rank that has none of its own");
+        }
+        // A rank sharing another's list: that list, with this rank's own comm_init lines.
+        const std::vector<Op>& ops = r.opsFrom >= 0 ? job.ranks[r.opsFrom].ops : r.ops;
+        size_t ownInits = 0;
+        std::set<std::string> joined;
+        for (size_t i = 0; i < ops.size(); ++i)
+        {
             auto fail = [&](const std::string& why) {
                 throw TraceFormatError(where, i + 1, why);
             };
+            const Op* current = &ops[i];
+            if (r.opsFrom >= 0 && current->kind == OpKind::CommInit)
+            {
+                if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit ||
+                    r.ops[ownInits].comm != current->comm)
+                {
+                    fail("shared op list: comm_init lines do not match this rank's own");
+                }
+                current = &r.ops[ownInits++];
+            }
+            const Op& op = *current;
             if (op.kind == OpKind::CommInit)
             {
                 CommInfo& c = comms[op.comm];

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,8 @@ struct Op
     // Copies.
     MemcpyKind copyKind = MemcpyKind::Default;
     bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
+    bool query = false;   //!< StreamSync/EventSync recorded from a completed cudaStreamQuery /
+                          //!< cudaEventQuery (a poll) rather than a synchronize call
     // Events / streams / memory.
     uint64_t event = 0;
     uint32_t flags = 0;
@@ -147,6 +150,10 @@ struct RankTrace
     uint32_t rank = 0;
     std::string device;   //!< GPU model the trace was recorded on (informational)
     std::vector<Op> ops;
+    /// In-memory sharing between identical ranks (ShareIdenticalRanks, engine input only; never
+    /// on disk): >= 0 means this rank runs rank `opsFrom`'s ops, and `ops` holds only this
+    /// rank's own comm_init lines (the one field identical ranks differ in).
+    int32_t opsFrom = -1;
 };
 
 /// A whole job: every rank plus free-form metadata from the manifest.
@@ -187,6 +194,10 @@ uint32_t DataTypeSize(DataType t);
 
 /// Reads a gpusim trace directory (manifest.json + per-rank JSON-lines). Throws TraceFormatError.
 JobTrace ReadJobTrace(const std::string& dir);
+/// The same, calling `onRank(job, r)` right after rank r is read (ranks in order), e.g. to let
+/// identical ranks share one op list while reading (ReadJobTraceSharing).
+JobTrace ReadJobTrace(const std::string& dir,
+                      const std::function<void(JobTrace&, uint32_t)>& onRank);
 /// Reads one rank file (JSON-lines). Throws TraceFormatError.
 RankTrace ReadRankTrace(const std::string& file, uint32_t rank);
 /// Serialises one op as a single JSON line (no trailing newline).
@@ -196,6 +207,8 @@ void WriteJobTrace(const JobTrace& job, const std::string& dir);
 
 /// Checks cross-op consistency of a job (streams, events, communicators, collective matching
 /// by (comm, seq)) and throws TraceFormatError naming the rank/op on the first problem.
+/// Ranks sharing another rank's op list (RankTrace::opsFrom) are checked as that list with
+/// their own comm_init lines in place of the shared ones.
 void ValidateJobTrace(const JobTrace& job);
 
 } // namespace gpusim

@@ -1,0 +1,806 @@
+#include "ns3/record-command.h"
+
+#include "ns3/boolean.h"
+#include "ns3/cluster-spec.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/log.h"
+#include "ns3/json-writer.h"
+#include "ns3/op-stream-dedup.h"
+#include "ns3/profile-table-cost-model.h"
+#include "ns3/string.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("GpusimRecord");
+
+namespace gpusim
+{
+
+namespace
+{
+
+struct RecordUsage : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+void
+PrintRecordUsage(std::ostream& os)
+{
+    os << "usage: gpusim record [options] -- PROGRAM [ARGS...]\n"
+          "  --preset NAME    cluster preset whose GPU the shim emulates (dgx-h100, dgx-a100);\n"
+          "                   default dgx-h100\n"
+          "  --gpu MODEL      GPU model instead of the preset's (h100-sxm, a100-sxm, ...)\n"
+          "  --gpus N         ranks to run, one process each (default 1)\n"
+          "  --out DIR        trace directory (default ./gpusim-trace); replaced on success\n"
+          "  --timeout S      kill the program after S seconds (default: no limit)\n"
+          "  --kernel-table-template FILE\n"
+          "                   also write a kernel table to fill in on a real GPU (one entry per\n"
+          "                   distinct kernel, roofline estimates; see doc/record-simulate.md)\n"
+          "Runs PROGRAM on the gpusim shim (no GPU needed) and writes manifest.json +\n"
+          "rank-R.jsonl to DIR. Exit: 0 recorded, 1 usage, 2 program failed, 3 timed out.\n";
+}
+
+bool
+IsFile(const std::string& p)
+{
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool
+IsDir(const std::string& p)
+{
+    struct stat st;
+    return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string
+SelfDir()
+{
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0)
+    {
+        return ".";
+    }
+    std::string exe(buf, static_cast<size_t>(n));
+    auto slash = exe.rfind('/');
+    return slash == std::string::npos ? "." : exe.substr(0, slash);
+}
+
+std::string
+Absolute(const std::string& p)
+{
+    if (!p.empty() && p[0] == '/')
+    {
+        return p;
+    }
+    char buf[PATH_MAX];
+    if (!::getcwd(buf, sizeof(buf)))
+    {
+        return p;
+    }
+    return std::string(buf) + "/" + p;
+}
+
+std::vector<std::string>
+ListDir(const std::string& dir)
+{
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(dir.c_str()))
+    {
+        while (dirent* e = ::readdir(d))
+        {
+            std::string n = e->d_name;
+            if (n != "." && n != "..")
+            {
+                names.push_back(n);
+            }
+        }
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+/// Files the shim and the launcher leave in a trace directory.
+bool
+IsTraceFile(const std::string& n)
+{
+    auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
+    return n == "manifest.json" || n == ".ranks" || n == ".manifest.lock" ||
+           starts(".nccl-unique-id") || (starts("rank-") && n.size() > 6 &&
+                                         n.compare(n.size() - 6, 6, ".jsonl") == 0);
+}
+
+void
+RemoveTree(const std::string& dir)
+{
+    for (const auto& n : ListDir(dir))
+    {
+        const std::string p = dir + "/" + n;
+        if (IsDir(p))
+        {
+            RemoveTree(p);
+        }
+        else
+        {
+            ::unlink(p.c_str());
+        }
+    }
+    ::rmdir(dir.c_str());
+}
+
+/// Moves a finished recording into place: old trace files of `dir` go, rank files come first
+/// and the manifest last, so a reader never sees a manifest without its ranks.
+void
+PublishTrace(const std::string& staging, const std::string& dir)
+{
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    {
+        throw std::runtime_error("cannot create " + dir + ": " + std::strerror(errno));
+    }
+    for (const auto& n : ListDir(dir))
+    {
+        if (IsTraceFile(n))
+        {
+            ::unlink((dir + "/" + n).c_str());
+        }
+    }
+    std::vector<std::string> names = ListDir(staging);
+    std::stable_partition(names.begin(), names.end(),
+                          [](const std::string& n) { return n != "manifest.json"; });
+    for (const auto& n : names)
+    {
+        if (n[0] == '.')
+        {
+            continue; // the shim's lock and merge files, the shared unique ids
+        }
+        const std::string from = staging + "/" + n;
+        const std::string to = dir + "/" + n;
+        if (std::rename(from.c_str(), to.c_str()) != 0)
+        {
+            throw std::runtime_error("cannot move " + from + " to " + to + ": " +
+                                     std::strerror(errno));
+        }
+    }
+    RemoveTree(staging);
+}
+
+std::string
+DescribeStatus(int status)
+{
+    if (WIFEXITED(status))
+    {
+        const int code = WEXITSTATUS(status);
+        if (code == 127)
+        {
+            return "exited with status 127 (command not found or not executable?)";
+        }
+        return "exited with status " + std::to_string(code);
+    }
+    if (WIFSIGNALED(status))
+    {
+        const int sig = WTERMSIG(status);
+        return std::string("was killed by signal ") + std::to_string(sig) + " (" +
+               strsignal(sig) + ")";
+    }
+    return "stopped";
+}
+
+/// Set by SIGINT/SIGTERM while ranks run: the ranks are in their own process groups, so a
+/// Ctrl-C at the terminal reaches only us, and we must stop them ourselves.
+volatile sig_atomic_t g_interrupted = 0;
+
+void
+OnInterrupt(int sig)
+{
+    g_interrupted = sig;
+}
+
+/// Installs OnInterrupt for SIGINT/SIGTERM for its lifetime, restoring the old handlers.
+class InterruptGuard
+{
+  public:
+    InterruptGuard()
+    {
+        g_interrupted = 0;
+        struct sigaction sa = {};
+        sa.sa_handler = OnInterrupt;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &m_oldInt);
+        sigaction(SIGTERM, &sa, &m_oldTerm);
+    }
+
+    ~InterruptGuard()
+    {
+        sigaction(SIGINT, &m_oldInt, nullptr);
+        sigaction(SIGTERM, &m_oldTerm, nullptr);
+    }
+
+  private:
+    struct sigaction m_oldInt;
+    struct sigaction m_oldTerm;
+};
+
+struct RankProcess
+{
+    pid_t pid = -1;
+    int status = 0;
+    bool done = false;
+};
+
+/// Signals every still-running rank's process group.
+void
+SignalAll(std::vector<RankProcess>& procs, int sig)
+{
+    for (auto& p : procs)
+    {
+        if (!p.done && p.pid > 0)
+        {
+            ::kill(-p.pid, sig);
+        }
+    }
+}
+
+/// Reaps whatever has exited; returns true when all ranks are done.
+bool
+Reap(std::vector<RankProcess>& procs)
+{
+    bool all = true;
+    for (auto& p : procs)
+    {
+        if (p.done)
+        {
+            continue;
+        }
+        int status = 0;
+        pid_t r = ::waitpid(p.pid, &status, WNOHANG);
+        if (r == p.pid || (r < 0 && errno == ECHILD))
+        {
+            p.done = true;
+            p.status = r == p.pid ? status : 0;
+        }
+        else
+        {
+            all = false;
+        }
+    }
+    return all;
+}
+
+/// Stops the remaining ranks: SIGTERM, a short grace period, then SIGKILL.
+void
+StopAll(std::vector<RankProcess>& procs)
+{
+    SignalAll(procs, SIGTERM);
+    for (int i = 0; i < 100 && !Reap(procs); ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    SignalAll(procs, SIGKILL);
+    while (!Reap(procs))
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+pid_t
+SpawnRank(const std::vector<std::string>& program, const std::map<std::string, std::string>& env)
+{
+    std::vector<char*> argv;
+    for (const auto& a : program)
+    {
+        argv.push_back(const_cast<char*>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0)
+    {
+        // Own process group, so a failing job's helpers (shells, children) are stopped too.
+        ::setpgid(0, 0);
+        // A background process group must not read the terminal (it would stop on SIGTTIN);
+        // ranks get /dev/null as stdin, as gpusim-launch's background ranks do.
+        int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+        {
+            ::dup2(devnull, STDIN_FILENO);
+            ::close(devnull);
+        }
+        for (const auto& [k, v] : env)
+        {
+            ::setenv(k.c_str(), v.c_str(), 1);
+        }
+        ::execvp(argv[0], argv.data());
+        std::fprintf(stderr, "gpusim record: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        ::_exit(127);
+    }
+    if (pid > 0)
+    {
+        ::setpgid(pid, pid); // also from the parent: no race with an early kill
+    }
+    return pid;
+}
+
+} // namespace
+
+std::string
+FindShimLibDir(std::string* tried)
+{
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("GPUSIM_SHIM_LIBDIR"); env && *env)
+    {
+        candidates.push_back(env);
+    }
+    const std::string bin = SelfDir();
+    candidates.push_back(bin + "/../shim/lib");       // build tree: build/bin, build/shim/lib
+    candidates.push_back(bin + "/../lib/gpusim-shim"); // install prefix
+    std::string list;
+    for (const auto& c : candidates)
+    {
+        list += (list.empty() ? "" : ", ") + c;
+        if (IsFile(c + "/libcudart.so.13") && IsFile(c + "/libnccl.so.2"))
+        {
+            char buf[PATH_MAX];
+            return ::realpath(c.c_str(), buf) ? std::string(buf) : c;
+        }
+    }
+    if (tried)
+    {
+        *tried = list;
+    }
+    return "";
+}
+
+bool
+ParseQuerySyncPolicy(const std::string& s, QuerySyncPolicy& out)
+{
+    if (s == "wait")
+    {
+        out = QuerySyncPolicy::Wait;
+        return true;
+    }
+    if (s == "ignore")
+    {
+        out = QuerySyncPolicy::Ignore;
+        return true;
+    }
+    return false;
+}
+
+uint64_t
+ApplyQuerySyncPolicy(JobTrace& job, QuerySyncPolicy policy)
+{
+    uint64_t n = 0;
+    for (auto& r : job.ranks)
+    {
+        for (auto& op : r.ops)
+        {
+            if (!op.query || (op.kind != OpKind::StreamSync && op.kind != OpKind::EventSync))
+            {
+                continue;
+            }
+            ++n;
+            if (policy == QuerySyncPolicy::Ignore)
+            {
+                // Keep the host time the poll took; drop the wait.
+                op.name = op.kind == OpKind::StreamSync ? "cudaStreamQuery" : "cudaEventQuery";
+                op.kind = OpKind::HostWork;
+            }
+        }
+    }
+    return n;
+}
+
+std::shared_ptr<JobTrace>
+LoadJobForSimulation(const std::string& dir,
+                     bool share,
+                     QuerySyncPolicy policy,
+                     std::string& summary)
+{
+    uint32_t sharing = 0;
+    auto job = std::make_shared<JobTrace>(share ? ReadJobTraceSharing(dir, &sharing)
+                                                : ReadJobTrace(dir));
+    ValidateJobTrace(*job);
+    ApplyQuerySyncPolicy(*job, policy);
+    summary = "# " + GroupIdenticalRanks(*job).Summary();
+    if (sharing)
+    {
+        summary += "; " + std::to_string(sharing) + " share another rank's op list in memory";
+    }
+    summary += "\n";
+    return job;
+}
+
+void
+UseKernelTable(GpuWorkloadHelper& helper, const std::string& file, bool useRecorded)
+{
+    helper.SetCostModel("ns3::ProfileTableCostModel");
+    helper.SetCostModelAttribute("UseRecorded", BooleanValue(useRecorded));
+    helper.SetCostModelAttribute("TableFile", StringValue(file));
+}
+
+std::string
+KernelTableSummary(const GpuWorkload& workload)
+{
+    if (workload.GetNRanks() == 0)
+    {
+        return "";
+    }
+    auto table = DynamicCast<ProfileTableCostModel>(workload.GetContext(0)->GetCostModel());
+    if (!table)
+    {
+        return "";
+    }
+    return "# kernel table: " + std::to_string(table->GetHits()) + " of " +
+           std::to_string(table->GetHits() + table->GetMisses()) + " kernel launches measured\n";
+}
+
+int
+RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::string staging;
+    try
+    {
+        std::map<std::string, std::string> opts;
+        std::vector<std::string> program;
+        for (size_t i = 0; i < args.size(); ++i)
+        {
+            const std::string& a = args[i];
+            if (a == "--")
+            {
+                program.assign(args.begin() + i + 1, args.end());
+                break;
+            }
+            if (a == "--help" || a == "-h")
+            {
+                PrintRecordUsage(out);
+                return 0;
+            }
+            if (a.rfind("--", 0) != 0)
+            {
+                program.assign(args.begin() + i, args.end()); // PROGRAM without "--"
+                break;
+            }
+            std::string key = a.substr(2);
+            std::string value;
+            auto eq = key.find('=');
+            if (eq != std::string::npos)
+            {
+                value = key.substr(eq + 1);
+                key = key.substr(0, eq);
+            }
+            else if (i + 1 < args.size())
+            {
+                value = args[++i];
+            }
+            else
+            {
+                throw RecordUsage("option --" + key + " needs a value");
+            }
+            if (key != "preset" && key != "gpu" && key != "gpus" && key != "out" &&
+                key != "timeout" && key != "kernel-table-template")
+            {
+                throw RecordUsage("unknown option --" + key);
+            }
+            opts[key] = value;
+        }
+        if (program.empty())
+        {
+            throw RecordUsage("no program given (gpusim record [options] -- PROGRAM ARGS...)");
+        }
+        auto number = [&](const char* key, double def) {
+            auto it = opts.find(key);
+            if (it == opts.end())
+            {
+                return def;
+            }
+            char* end = nullptr;
+            double d = std::strtod(it->second.c_str(), &end);
+            if (it->second.empty() || *end || !std::isfinite(d) || d < 0)
+            {
+                throw RecordUsage(std::string("--") + key + " expects a non-negative number");
+            }
+            return d;
+        };
+        const double gpusD = number("gpus", 1);
+        if (gpusD < 1 || gpusD > 4096 || gpusD != std::floor(gpusD))
+        {
+            throw RecordUsage("--gpus expects an integer in 1..4096");
+        }
+        const uint32_t gpus = static_cast<uint32_t>(gpusD);
+        const double timeout = number("timeout", 0);
+
+        const std::string preset = opts.count("preset") ? opts["preset"] : "dgx-h100";
+        ClusterSpec spec;
+        if (!LookupClusterPreset(preset, spec))
+        {
+            throw RecordUsage("unknown preset '" + preset + "' (known: " + KnownClusterPresets() +
+                              ")");
+        }
+        const std::string gpuModel = opts.count("gpu") ? opts["gpu"] : spec.gpuModel;
+        GpuSpec gpuSpec;
+        if (!LookupGpuSpec(gpuModel, gpuSpec))
+        {
+            throw RecordUsage("unknown GPU model '" + gpuModel + "' (known: " + KnownGpuModels() +
+                              ")");
+        }
+
+        std::string tried;
+        const std::string libdir = FindShimLibDir(&tried);
+        if (libdir.empty())
+        {
+            err << "gpusim record: error: the shim libraries (libcudart.so.13, libnccl.so.2) "
+                   "were not found; looked in: "
+                << tried << ". Build the shim (GPUSIM_BUILD_SHIM=ON) or set GPUSIM_SHIM_LIBDIR.\n";
+            return 2;
+        }
+
+        std::string outDir = opts.count("out") ? opts["out"] : "gpusim-trace";
+        while (outDir.size() > 1 && outDir.back() == '/')
+        {
+            outDir.pop_back();
+        }
+        outDir = Absolute(outDir);
+        // Record next to the destination; it replaces the old trace only on success.
+        staging = outDir + ".recording-" + std::to_string(::getpid());
+        RemoveTree(staging);
+        if (::mkdir(staging.c_str(), 0755) != 0)
+        {
+            throw std::runtime_error("cannot create " + staging + ": " + std::strerror(errno));
+        }
+
+        std::map<std::string, std::string> env;
+        env["GPUSIM_RECORD_DIR"] = staging;
+        env["GPUSIM_WORLD_SIZE"] = std::to_string(gpus);
+        env["GPUSIM_UNIQUE_ID_FILE"] = staging + "/.nccl-unique-id";
+        env["GPUSIM_GPU"] = gpuModel;
+        const char* ld = std::getenv("LD_LIBRARY_PATH");
+        env["LD_LIBRARY_PATH"] = libdir + (ld && *ld ? ":" + std::string(ld) : "");
+        const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+        if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
+        {
+            env["NVTX_INJECTION64_PATH"] = libdir + "/libgpusim-nvtx.so";
+        }
+        if (timeout > 0)
+        {
+            // A rank waiting for a dead rank 0's unique id gives up no later than we do.
+            env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(std::ceil(timeout)));
+        }
+
+        const uint32_t perServer = std::max<uint32_t>(1, spec.gpusPerServer);
+        InterruptGuard interrupts;
+        std::vector<RankProcess> procs(gpus);
+        const auto start = std::chrono::steady_clock::now();
+        for (uint32_t r = 0; r < gpus; ++r)
+        {
+            env["GPUSIM_RANK"] = std::to_string(r);
+            env["GPUSIM_LOCAL_RANK"] = std::to_string(r % perServer);
+            procs[r].pid = SpawnRank(program, env);
+            if (procs[r].pid < 0)
+            {
+                procs.resize(r);
+                StopAll(procs);
+                throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+            }
+        }
+
+        // Wait; the first failing rank stops the others (they could wait forever for it).
+        int failedRank = -1;
+        bool timedOut = false;
+        while (!Reap(procs) && !g_interrupted)
+        {
+            for (uint32_t r = 0; r < procs.size() && failedRank < 0; ++r)
+            {
+                if (procs[r].done && procs[r].status != 0)
+                {
+                    failedRank = static_cast<int>(r);
+                }
+            }
+            if (failedRank >= 0)
+            {
+                break;
+            }
+            const double elapsed =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (timeout > 0 && elapsed > timeout)
+            {
+                timedOut = true;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        if (failedRank >= 0 || timedOut || g_interrupted)
+        {
+            StopAll(procs);
+        }
+        if (g_interrupted)
+        {
+            err << "gpusim record: interrupted (signal " << g_interrupted
+                << "); all ranks were stopped, no trace written\n";
+            RemoveTree(staging);
+            return 128 + g_interrupted;
+        }
+        for (uint32_t r = 0; r < procs.size() && failedRank < 0 && !timedOut; ++r)
+        {
+            if (procs[r].status != 0)
+            {
+                failedRank = static_cast<int>(r);
+            }
+        }
+        const std::string prog = program.front();
+        if (timedOut)
+        {
+            err << "gpusim record: error: " << prog << " did not finish within " << timeout
+                << " s; all ranks were stopped, no trace written\n";
+            RemoveTree(staging);
+            return 3;
+        }
+        if (failedRank >= 0)
+        {
+            err << "gpusim record: error: rank " << failedRank << " of " << gpus << " (" << prog
+                << ") " << DescribeStatus(procs[failedRank].status)
+                << (gpus > 1 ? "; the other ranks were stopped" : "") << ", no trace written\n";
+            RemoveTree(staging);
+            return 2;
+        }
+        if (!IsFile(staging + "/manifest.json"))
+        {
+            err << "gpusim record: error: " << prog
+                << " finished but left no trace: it never called the CUDA runtime through the "
+                   "shim (is it linked with -cudart shared / against libcudart.so.13?)\n";
+            RemoveTree(staging);
+            return 2;
+        }
+        JobTrace job;
+        try
+        {
+            job = ReadJobTrace(staging);
+        }
+        catch (const TraceFormatError& e)
+        {
+            err << "gpusim record: error: the recorded trace cannot be read: " << e.what()
+                << "\n";
+            RemoveTree(staging);
+            return 2;
+        }
+        PublishTrace(staging, outDir);
+        staging.clear();
+        if (opts.count("kernel-table-template"))
+        {
+            const std::string file = opts["kernel-table-template"];
+            WriteFileAtomically(file, KernelTableTemplate(job, gpuSpec, gpuModel));
+            out << "# kernel table template: " << file << "\n";
+        }
+
+        // Summary.
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        out << "# gpusim record: " << prog << " as " << gpus << " process"
+            << (gpus == 1 ? "" : "es") << " on " << gpuModel << " (preset " << preset << "), "
+            << job.ranks.size() << " rank" << (job.ranks.size() == 1 ? "" : "s") << " recorded in "
+            << std::fixed;
+        out.precision(2);
+        out << wall << " s\n";
+        out << "#  rank        ops   kernels  gemms  copies  collectives  p2p  syncs  markers\n";
+        std::map<std::string, uint64_t> collCounts;
+        std::map<std::string, bool> comms;
+        for (const auto& r : job.ranks)
+        {
+            uint64_t kernels = 0, gemms = 0, copies = 0, colls = 0, p2p = 0, syncs = 0, marks = 0;
+            for (const auto& op : r.ops)
+            {
+                switch (op.kind)
+                {
+                case OpKind::Kernel:
+                    ++kernels;
+                    gemms += op.gemm.m ? 1 : 0;
+                    break;
+                case OpKind::Memcpy:
+                case OpKind::Memset:
+                    ++copies;
+                    break;
+                case OpKind::Collective:
+                    if (op.coll == CollKind::Send || op.coll == CollKind::Recv)
+                    {
+                        ++p2p;
+                    }
+                    else
+                    {
+                        ++colls;
+                    }
+                    if (r.rank == 0)
+                    {
+                        ++collCounts[ToString(op.coll)];
+                    }
+                    comms[op.comm] = true;
+                    break;
+                case OpKind::StreamSync:
+                case OpKind::EventSync:
+                case OpKind::DeviceSync:
+                    ++syncs;
+                    break;
+                case OpKind::Marker:
+                    ++marks;
+                    break;
+                default:
+                    break;
+                }
+            }
+            char line[160];
+            std::snprintf(line, sizeof(line),
+                          "%7u  %9zu  %8llu  %5llu  %6llu  %11llu  %3llu  %5llu  %7llu\n",
+                          r.rank, r.ops.size(), (unsigned long long)kernels,
+                          (unsigned long long)gemms, (unsigned long long)copies,
+                          (unsigned long long)colls, (unsigned long long)p2p,
+                          (unsigned long long)syncs, (unsigned long long)marks);
+            out << line;
+        }
+        out << "# NCCL on rank 0:";
+        if (collCounts.empty())
+        {
+            out << " none";
+        }
+        for (const auto& [name, n] : collCounts)
+        {
+            out << " " << name << " " << n;
+        }
+        out << " (" << comms.size() << " communicator" << (comms.size() == 1 ? "" : "s") << ")\n";
+        out << "# " << GroupIdenticalRanks(job).Summary() << "\n";
+        try
+        {
+            ValidateJobTrace(job);
+        }
+        catch (const TraceFormatError& e)
+        {
+            err << "gpusim record: warning: the trace is inconsistent and will not simulate: "
+                << e.what() << "\n";
+        }
+        out << "# trace: " << outDir << " (manifest.json + " << job.ranks.size()
+            << " rank file" << (job.ranks.size() == 1 ? "" : "s") << ")\n";
+        out << "# next: gpusim simulate " << outDir << " --preset " << preset << "\n";
+        return 0;
+    }
+    catch (const RecordUsage& e)
+    {
+        err << "gpusim record: " << e.what() << "\n";
+        PrintRecordUsage(err);
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim record: error: " << e.what() << "\n";
+        if (!staging.empty())
+        {
+            RemoveTree(staging);
+        }
+        return 2;
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3
