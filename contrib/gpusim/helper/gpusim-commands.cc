@@ -550,11 +550,15 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                "exposed_comm   overlap      idle\n";
         for (const auto& it : w->GetIterations())
         {
+            char recorded[32] = "-";
+            if (it.recordedUs >= 0)
+            {
+                std::snprintf(recorded, sizeof(recorded), "%.1f", it.recordedUs);
+            }
             char line[256];
-            std::snprintf(line, sizeof(line), "%7u  %-22s %12.1f  %11.1f  %12.1f  %12.1f  %8.1f  %8.1f\n",
+            std::snprintf(line, sizeof(line), "%7u  %-22s %12.1f  %11s  %12.1f  %12.1f  %8.1f  %8.1f\n",
                           it.rank, it.name.c_str(), (it.end - it.start).GetNanoSeconds() / 1e3,
-                          it.recordedUs, it.computeOnlyUs, it.commOnlyUs, it.overlapUs,
-                          it.idleUs);
+                          recorded, it.computeOnlyUs, it.commOnlyUs, it.overlapUs, it.idleUs);
             out << line;
         }
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
