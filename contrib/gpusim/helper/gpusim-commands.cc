@@ -35,7 +35,8 @@ namespace
 {
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
-                                            "chunk-bytes", "cc", "queue", "mtu", "buffer"};
+                                            "chunk-bytes", "cc", "queue", "mtu", "buffer",
+                                            "sample-us"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -54,6 +55,15 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
         {
             b->SetAttribute("BufferBytes", UintegerValue(ParseBytes(o.Get("buffer", ""))));
         }
+        if (o.Has("sample-us"))
+        {
+            const double us = o.Number("sample-us", 0);
+            if (us <= 0)
+            {
+                throw UsageError("--sample-us must be > 0");
+            }
+            b->SetAttribute("SampleInterval", TimeValue(NanoSeconds(std::llround(us * 1e3))));
+        }
         b->SetTopology(topo);
         b->Build(); // report bad settings before anything runs
         return b;
@@ -62,7 +72,7 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     {
         throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
     }
-    for (const char* k : {"cc", "queue", "mtu", "buffer"})
+    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv"})
     {
         if (o.Has(k))
         {
@@ -151,7 +161,12 @@ PrintCollectiveUsage(std::ostream& os)
           "                        control (dctcp, cubic, newreno, bbr, ...), switch queue disc\n"
           "                        (red-ecn, step-ecn, fifo, red, fq-codel, codel, pie, fq-pie,\n"
           "                        cobalt), fabric MTU (9000), switch buffer per port\n"
-          "  --json FILE           results as JSON\n"
+          "  --sample-us X         packet backend: sample link utilisation and queue backlog\n"
+          "                        every X us (time series in the JSON and CSV)\n"
+          "  --net-csv PREFIX      packet backend: per-link, per-queue and per-transfer CSV\n"
+          "                        tables for each size (PREFIX-<bytes>B-*.csv)\n"
+          "  --json FILE           results as JSON (each result carries the backend's network\n"
+          "                        statistics under \"network\")\n"
           "  --trace FILE          Chrome/Perfetto trace of the sweep\n"
           "  --quiet               no progress on stderr\n";
 }
@@ -235,7 +250,7 @@ int
 CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"op", "min-bytes", "max-bytes", "step-factor", "bytes",
-                                     "json", "trace", "dtype"};
+                                     "json", "trace", "dtype", "net-csv"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -322,6 +337,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         std::vector<std::string> algo(sizes.size(), "p2p");
         std::vector<std::string> proto(sizes.size(), "simple");
         std::vector<uint32_t> channels(sizes.size(), 1);
+        std::vector<std::string> networkJson(sizes.size());
         std::string backendName;
         JsonWriter trace;
         trace.BeginObject().Key("displayTimeUnit").String("ns").Key("traceEvents").BeginArray();
@@ -382,6 +398,16 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
             {
                 w->WriteChromeTraceEvents(trace);
             }
+            if (o.Has("json"))
+            {
+                networkJson[i] = backend->StatsJson();
+            }
+            if (o.Has("net-csv"))
+            {
+                // Per-link, per-queue and per-transfer tables of this size's run.
+                DynamicCast<PacketBackend>(backend)->WriteCsv(o.Get("net-csv", "") + "-" +
+                                                              std::to_string(sizes[i]) + "B");
+            }
             offset = rep.endTime + MicroSeconds(10);
             w->Dispose();
             Simulator::Destroy();
@@ -440,6 +466,10 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
             j.Key("channels").Uint(channels[i]);
             j.Key("time_us").Double(us).Key("algbw_GBps").Double(algbw);
             j.Key("busbw_GBps").Double(busbw);
+            if (!networkJson[i].empty())
+            {
+                j.Key("network").Raw(networkJson[i]);
+            }
             j.EndObject();
         }
         j.EndArray();

@@ -1,5 +1,7 @@
 #include "ns3/flow-backend.h"
 
+#include "ns3/json-writer.h"
+
 #include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -204,6 +206,37 @@ const std::vector<double>&
 FlowBackend::GetLinkBytes() const
 {
     return m_linkBytes;
+}
+
+std::string
+FlowBackend::StatsJson() const
+{
+    gpusim::JsonWriter j;
+    j.BeginObject().Key("backend").String(GetName());
+    j.Key("transfers").BeginObject();
+    j.Key("started").Uint(GetStartedCount()).Key("delivered").Uint(GetDeliveredCount());
+    j.Key("in_flight").Uint(InFlight().size()).EndObject();
+    j.Key("recomputations").Uint(GetRecomputeCount());
+    const Time now = Simulator::Now();
+    j.Key("links").BeginArray();
+    const auto& links = m_topology ? m_topology->Links() : std::vector<TopoLink>{};
+    const auto& vertices = m_topology ? m_topology->Vertices() : std::vector<TopoVertex>{};
+    for (uint32_t l = 0; l < m_linkBytes.size() && l < links.size(); ++l)
+    {
+        if (m_linkBytes[l] <= 0)
+        {
+            continue; // idle links are left out: a large fabric has tens of thousands
+        }
+        j.BeginObject().Key("id").Uint(l);
+        j.Key("from").String(vertices[links[l].from].name);
+        j.Key("to").String(vertices[links[l].to].name);
+        j.Key("gbps").Double(links[l].bitsPerSec / 1e9).Key("bytes").Double(m_linkBytes[l]);
+        j.Key("mean_utilisation").Double(now.IsStrictlyPositive() ? GetLinkUtilisation(l, now)
+                                                                  : 0.0);
+        j.EndObject();
+    }
+    j.EndArray().EndObject();
+    return j.Take();
 }
 
 double

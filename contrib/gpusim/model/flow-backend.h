@@ -36,6 +36,8 @@ class FlowBackend : public NetworkBackend
     std::vector<TransferRecord> InFlight() const override;
     std::string GetName() const override;
     uint64_t GetDeliveredCount() const override;
+    /// Totals plus, for every link that carried bytes, its bytes and mean utilisation since 0.
+    std::string StatsJson() const override;
 
     // ---- statistics ----
     uint64_t GetStartedCount() const;

@@ -519,6 +519,10 @@ GpuWorkload::MetricsJson() const
         w.EndObject();
     }
     w.EndArray();
+    if (m_backend)
+    {
+        w.Key("network").Raw(m_backend->StatsJson());
+    }
     if (!rep.completed)
     {
         w.Key("stuck").String(rep.stuck);

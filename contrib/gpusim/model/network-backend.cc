@@ -1,5 +1,7 @@
 #include "ns3/network-backend.h"
 
+#include "ns3/json-writer.h"
+
 namespace ns3
 {
 
@@ -13,5 +15,15 @@ NetworkBackend::GetTypeId()
 }
 
 NetworkBackend::~NetworkBackend() = default;
+
+std::string
+NetworkBackend::StatsJson() const
+{
+    gpusim::JsonWriter j;
+    j.BeginObject().Key("backend").String(GetName());
+    j.Key("delivered").Uint(GetDeliveredCount()).Key("in_flight").Uint(InFlight().size());
+    j.EndObject();
+    return j.Take();
+}
 
 } // namespace ns3

@@ -53,6 +53,10 @@ class NetworkBackend : public Object
 
     /// Number of transfers delivered so far.
     virtual uint64_t GetDeliveredCount() const = 0;
+
+    /// Statistics of the run so far as one JSON object (links, queues, totals); embedded as
+    /// "network" in the metrics JSON. The base version reports the backend and its counts.
+    virtual std::string StatsJson() const;
 };
 
 } // namespace ns3

@@ -129,6 +129,7 @@ class PacketBackend : public NetworkBackend
 
     /// Everything above as one JSON object (see doc/packet-backend.md for the schema).
     std::string ToJson() const;
+    std::string StatsJson() const override { return ToJson(); }
     /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv.
     void WriteCsv(const std::string& prefix) const;
 

@@ -208,3 +208,41 @@ TEST(Cli, SimulateStuckJobExitsNonZeroAndNamesTheWait)
     EXPECT_NE(r.err.find("wait for token 9"), std::string::npos) << r.err;
     EXPECT_FALSE(Exists(json));
 }
+
+TEST(Cli, JsonCarriesNetworkStatisticsForBothBackends)
+{
+    const std::string flowJson = TempPath("flow.json");
+    CliResult r = Cli({"collective", "--servers", "2", "--bytes", "4M", "--json", flowJson,
+                       "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::string text = Slurp(flowJson);
+    EXPECT_NE(text.find("\"network\":{\"backend\":\"flow\""), std::string::npos);
+    EXPECT_NE(text.find("\"mean_utilisation\""), std::string::npos);
+
+    const std::string packetJson = TempPath("packet.json");
+    const std::string csv = TempPath("net");
+    r = Cli({"collective", "--servers", "4", "--gpus-per-server", "1", "--nic-gbps", "100",
+             "--bytes", "4M", "--backend", "packet", "--sample-us", "50", "--net-csv", csv,
+             "--json", packetJson, "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    text = Slurp(packetJson);
+    EXPECT_NE(text.find("\"ecn_marks\""), std::string::npos);
+    EXPECT_NE(text.find("\"retransmissions\""), std::string::npos);
+    EXPECT_NE(text.find("\"samples\""), std::string::npos);
+    EXPECT_TRUE(Exists(csv + "-4194304B-links.csv"));
+    EXPECT_TRUE(Exists(csv + "-4194304B-transfers.csv"));
+    // Packet-only options are refused with the flow backend.
+    EXPECT_EQ(Cli({"collective", "--net-csv", csv}).code, 1);
+}
+
+TEST(Cli, SimulateMetricsIncludeTheNetwork)
+{
+    JobBuilder b(2);
+    b.AllRanks().CommInit("c").AllReduce(1, "c", 1 << 20).SyncDevice();
+    const std::string dir = TempPath("net-trace");
+    WriteJobTrace(b.Build(), dir);
+    const std::string json = TempPath("m.json");
+    CliResult r = Cli({"simulate", dir, "--json", json});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(Slurp(json).find("\"network\":{\"backend\":\"flow\""), std::string::npos);
+}
