@@ -154,11 +154,7 @@ class PipelineExecutor : public CollectiveExecutor
 class TreeExecutor : public CollectiveExecutor
 {
   public:
-    struct Tree
-    {
-        std::vector<int32_t> parent;                //!< by comm rank, -1 = root
-        std::vector<std::vector<uint32_t>> children; //!< by comm rank
-    };
+    using Tree = CollectiveTree;
 
     TreeExecutor(std::vector<Tree> trees, uint32_t chunks, double chunkBytes, uint32_t depth,
                  SendFn send)
@@ -541,6 +537,45 @@ Communicator::RingOrder(uint32_t channel) const
     return order;
 }
 
+std::vector<CollectiveTree>
+Communicator::Trees(uint32_t channels) const
+{
+    // Even channels use the heap order of servers, odd ones the mirrored order (a server is
+    // interior in at most one tree of a pair); channel pair p elects local GPU p as each
+    // server's leader, so different pairs cross the fabric through different NICs (rails).
+    // Inside a server the tree is a chain from the leader.
+    const uint32_t n = m_nranks;
+    std::vector<CollectiveTree> trees(channels);
+    for (uint32_t t = 0; t < channels; ++t)
+    {
+        const std::vector<std::vector<uint32_t>> servers = ServerGroups(t / 2);
+        const size_t ns = servers.size();
+        CollectiveTree& tree = trees[t];
+        tree.parent.assign(n, -1);
+        tree.children.assign(n, {});
+        auto link = [&tree](uint32_t parent, uint32_t child) {
+            tree.parent[child] = static_cast<int32_t>(parent);
+            tree.children[parent].push_back(child);
+        };
+        const bool mirrored = t % 2 == 1;
+        for (size_t pos = 0; pos < ns; ++pos)
+        {
+            const size_t s = mirrored ? ns - 1 - pos : pos; // heap position -> server
+            const auto& chain = servers[s];
+            for (size_t i = 1; i < chain.size(); ++i)
+            {
+                link(chain[i - 1], chain[i]);
+            }
+            for (size_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < ns; ++kid)
+            {
+                const size_t ks = mirrored ? ns - 1 - kid : kid;
+                link(chain.front(), servers[ks].front());
+            }
+        }
+    }
+    return trees;
+}
+
 void
 Communicator::Send(const CollectivePlan& plan,
                    uint32_t fromRank,
@@ -612,39 +647,7 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
         }
         else if (plan.algo == "tree")
         {
-            // Double binary trees over servers, one tree per channel: even channels use the
-            // heap order of servers, odd ones the mirrored order (a server is interior in at
-            // most one tree of a pair); channel pair p elects local GPU p as each server's
-            // leader, so different pairs cross the fabric through different NICs (rails).
-            // Inside a server the tree is a chain from the leader.
-            std::vector<TreeExecutor::Tree> trees(C);
-            for (uint32_t t = 0; t < C; ++t)
-            {
-                const std::vector<std::vector<uint32_t>> servers = ServerGroups(t / 2);
-                const size_t ns = servers.size();
-                auto& tree = trees[t];
-                tree.parent.assign(n, -1);
-                tree.children.assign(n, {});
-                auto link = [&tree](uint32_t parent, uint32_t child) {
-                    tree.parent[child] = static_cast<int32_t>(parent);
-                    tree.children[parent].push_back(child);
-                };
-                const bool mirrored = t % 2 == 1;
-                for (size_t pos = 0; pos < ns; ++pos)
-                {
-                    const size_t s = mirrored ? ns - 1 - pos : pos; // heap position -> server
-                    const auto& chain = servers[s];
-                    for (size_t i = 1; i < chain.size(); ++i)
-                    {
-                        link(chain[i - 1], chain[i]);
-                    }
-                    for (size_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < ns; ++kid)
-                    {
-                        const size_t ks = mirrored ? ns - 1 - kid : kid;
-                        link(chain.front(), servers[ks].front());
-                    }
-                }
-            }
+            std::vector<TreeExecutor::Tree> trees = Trees(C);
             const double perTree = S / C;
             const uint32_t chunks = TreeChunks(perTree, plan.chunkBytes);
             inst.exec = std::make_unique<TreeExecutor>(std::move(trees), chunks,
@@ -1090,67 +1093,110 @@ NcclWorld::ProtocolCosts(const std::string& proto, double& bwFactor, double& ste
 }
 
 double
-NcclWorld::EstimateUs(CollKind kind, const std::string& algo, const std::string& proto,
-                      uint64_t bytes, const Communicator& comm, uint32_t channels) const
+NcclWorld::LinkLoadSeconds(CollKind kind, const std::string& algo, uint64_t bytes,
+                           const Communicator& comm, uint32_t channels, double& depth,
+                           double& maxPathLatencyUs) const
 {
-    double bwFactor, stepUs, baseUs;
-    ProtocolCosts(proto, bwFactor, stepUs, baseUs);
     Ptr<ClusterTopology> topo = GetTopology();
     const uint32_t n = comm.GetNRanks();
-    if (n <= 1)
-    {
-        return baseUs;
-    }
-    // Per-channel bandwidth and latency of the slowest ring hop. Intra-server hops share each
-    // GPU's NVLink among the channels; each channel leaves a server through its own NIC.
     const uint32_t C = std::max<uint32_t>(1, channels);
-    std::vector<uint32_t> ring = comm.RingOrder(0);
-    double minBw = std::numeric_limits<double>::infinity();
-    double maxLat = 0;
-    for (uint32_t p = 0; p < n; ++p)
-    {
-        const uint32_t a = comm.GpuOf(ring[p]);
-        const uint32_t b = comm.GpuOf(ring[(p + 1) % n]);
-        auto route = topo->Route(a, b, 0);
-        double bw = topo->PathBottleneck(route) / 8.0;
-        if (topo->ServerOf(a) == topo->ServerOf(b))
-        {
-            bw /= C;
-        }
-        minBw = std::min(minBw, bw);
-        maxLat = std::max(maxLat, topo->PathLatency(route) * 1e6);
-    }
-    const double bw = minBw * bwFactor * C; // bytes/s over all channels
     const double S = static_cast<double>(bytes);
-    const double alpha = stepUs + maxLat;
+    std::vector<double> load(topo->Links().size(), 0.0);
+    std::vector<uint32_t> route;
+    maxPathLatencyUs = 0;
+    // Adds `b` bytes on every link of the route the backends take for this transfer.
+    auto add = [&](uint32_t fromRank, uint32_t toRank, uint64_t flowKey, double b) {
+        const uint32_t src = comm.GpuOf(fromRank);
+        const uint32_t dst = comm.GpuOf(toRank);
+        topo->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), route);
+        for (uint32_t l : route)
+        {
+            load[l] += b;
+        }
+        maxPathLatencyUs = std::max(maxPathLatencyUs, topo->PathLatency(route) * 1e6);
+    };
+    depth = 0;
     if (algo == "tree")
     {
-        const double depth = std::ceil(std::log2(std::max<uint32_t>(2, comm.NumServers()))) +
-                             (n / std::max<uint32_t>(1, comm.NumServers())) - 1;
-        // Each node sends about 2S over its links in a double binary tree, like a ring, but
-        // the intra-server chains and uneven fan-out make the executed tree slower; the 1.6
-        // factor is the tree/ring time ratio this engine measures at 1 GiB on 4 x dgx-h100
-        // (doc/design.md), so auto selection switches where the executed times cross.
-        const double chunks = TreeChunks(S / C, m_chunkBytes);
-        return baseUs + 2 * depth * alpha + 1.6 * 2.0 * S / bw * 1e6 * (1 + depth / chunks);
+        const double perTree = S / C;
+        std::vector<CollectiveTree> trees = comm.Trees(C);
+        for (uint32_t t = 0; t < C; ++t)
+        {
+            for (uint32_t r = 0; r < n; ++r)
+            {
+                const int32_t p = trees[t].parent[r];
+                if (p >= 0)
+                {
+                    add(r, p, 2 * t, perTree);
+                    add(p, r, 2 * t + 1, perTree);
+                }
+                uint32_t d = 0;
+                for (int32_t a = p; a >= 0; a = trees[t].parent[a])
+                {
+                    ++d;
+                }
+                depth = std::max<double>(depth, d);
+            }
+        }
+        depth *= 2; // reduce up, broadcast down
     }
-    double factor = 1.0;
-    double steps = n - 1;
-    switch (kind)
+    else if (algo == "direct")
     {
-    case CollKind::AllReduce:
-        factor = 2.0 * (n - 1) / n;
-        steps = 2.0 * (n - 1);
-        break;
-    case CollKind::AllGather:
-    case CollKind::ReduceScatter:
-    case CollKind::AllToAll:
-        factor = double(n - 1) / n;
-        break;
-    default:
-        factor = 1.0;
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            for (uint32_t j = 0; j < n; ++j)
+            {
+                if (i != j)
+                {
+                    add(i, j, i, S / n);
+                }
+            }
+        }
+        depth = 1;
     }
-    return baseUs + steps * alpha + factor * S / bw * 1e6;
+    else if (algo == "p2p")
+    {
+        add(0, n > 1 ? 1 : 0, 0, S);
+        depth = 1;
+    }
+    else
+    {
+        // Ring and chain: every hop of every channel carries its share.
+        double perHop = S / C;
+        if (kind == CollKind::AllReduce)
+        {
+            perHop *= 2.0 * (n - 1) / n;
+            depth = 2.0 * (n - 1);
+        }
+        else if (kind == CollKind::AllGather || kind == CollKind::ReduceScatter)
+        {
+            perHop *= double(n - 1) / n;
+            depth = n - 1;
+        }
+        else
+        {
+            depth = n - 1;
+        }
+        for (uint32_t c = 0; c < C; ++c)
+        {
+            const std::vector<uint32_t> ring = comm.RingOrder(c);
+            const uint32_t hops = algo == "chain" ? n - 1 : n;
+            for (uint32_t p = 0; p < hops; ++p)
+            {
+                add(ring[p], ring[(p + 1) % n], c, perHop);
+            }
+        }
+    }
+    double worst = 0;
+    const auto& links = topo->Links();
+    for (uint32_t l = 0; l < load.size(); ++l)
+    {
+        if (load[l] > 0)
+        {
+            worst = std::max(worst, load[l] * 8.0 / links[l].bitsPerSec);
+        }
+    }
+    return worst;
 }
 
 CollectivePlan
@@ -1216,12 +1262,40 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     {
         protos = {m_protocol};
     }
+    // Closed-form estimate per (algorithm, protocol): launch latency + dependency depth x
+    // (protocol step latency + path latency) + the busiest link's bytes / (capacity x protocol
+    // bandwidth factor), with the pipeline fill of chunked trees and chains.
     double best = std::numeric_limits<double>::infinity();
+    const uint32_t n = comm.GetNRanks();
     for (const auto& a : algos)
     {
+        uint32_t ch = a == "tree" || a == "ring" || a == "chain" ? plan.channels : 1;
+        if (a == "tree" && ch % 2 == 1)
+        {
+            ++ch; // trees come in mirrored pairs
+        }
+        double depth = 0, pathUs = 0;
+        const double loadSec = n > 1 ? LinkLoadSeconds(kind, a, bytes, comm, ch, depth, pathUs)
+                                     : 0.0;
+        double fill = 1.0;
+        if (a == "tree")
+        {
+            // Pipeline fill: each of `depth` steps moves one chunk. Most steps are NVLink chain
+            // hops, several times faster than the busiest (NIC) link that loadSec measures; a
+            // third of the busiest link's chunk time per step matches the executed trees on
+            // 4 and 16 x dgx-h100 (doc/design.md).
+            fill += depth / TreeChunks(double(bytes) / ch, m_chunkBytes) / 3.0;
+        }
+        else if (a == "chain")
+        {
+            const double items = std::max(1.0, std::ceil(double(bytes) / ch / m_chunkBytes));
+            fill += (n > 2 ? n - 2 : 0) / items;
+        }
         for (const auto& p : protos)
         {
-            double t = EstimateUs(kind, a, p, bytes, comm, plan.channels);
+            double bwFactor, stepUs, baseUs;
+            ProtocolCosts(p, bwFactor, stepUs, baseUs);
+            const double t = baseUs + depth * (stepUs + pathUs) + loadSec / bwFactor * 1e6 * fill;
             if (t < best)
             {
                 best = t;

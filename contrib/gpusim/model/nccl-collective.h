@@ -47,6 +47,13 @@ struct CollectivePlan
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };
 
+/// One tree of a tree collective, over comm ranks.
+struct CollectiveTree
+{
+    std::vector<int32_t> parent;                //!< by comm rank, -1 = root
+    std::vector<std::vector<uint32_t>> children; //!< by comm rank
+};
+
 /// What the job reports for each finished collective.
 struct CollectiveRecord
 {
@@ -90,6 +97,8 @@ class Communicator : public Object
     /// server), rotated per channel so channels leave through different NICs, alternating
     /// direction so every inter-server hop stays on one rail.
     std::vector<uint32_t> RingOrder(uint32_t channel) const;
+    /// Double binary trees, one per channel (see doc/design.md).
+    std::vector<CollectiveTree> Trees(uint32_t channels) const;
 
     /// Rank `commRank` launches `op`; done() runs when its part completes.
     void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
@@ -172,8 +181,11 @@ class NcclWorld : public Object
     void DoDispose() override;
 
   private:
-    double EstimateUs(gpusim::CollKind kind, const std::string& algo, const std::string& proto,
-                      uint64_t bytes, const Communicator& comm, uint32_t channels) const;
+    /// Seconds the busiest directed link needs for the bytes the algorithm puts on it (at full
+    /// wire speed), from the real routes; `depth` returns the longest dependency chain in steps.
+    double LinkLoadSeconds(gpusim::CollKind kind, const std::string& algo, uint64_t bytes,
+                           const Communicator& comm, uint32_t channels, double& depth,
+                           double& maxPathLatencyUs) const;
     void ProtocolCosts(const std::string& proto, double& bwFactor, double& stepUs,
                        double& baseUs) const;
 
