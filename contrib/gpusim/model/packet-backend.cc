@@ -166,8 +166,8 @@ PacketBackend::GetTypeId()
 }
 
 PacketBackend::PacketBackend()
-    : m_transport(CreateObject<TcpTransport>()),
-      m_streamBase(1000)
+    : m_streamBase(1000),
+      m_transport(CreateObject<TcpTransport>())
 {
 }
 
