@@ -83,6 +83,7 @@ FlowBackend::DoDispose()
     m_pending.clear();
     m_freePending.clear();
     m_flows.clear();
+    m_hot.clear();
     m_linkFlows.clear();
     m_routeCache.clear();
     m_lastRoute.clear();
@@ -124,6 +125,7 @@ FlowBackend::OnSimulatorDestroy()
         }
     }
     m_flows.clear();
+    m_hot.clear();
     m_freeSlots.clear();
     m_nActive = 0;
     m_seedLinks.clear();
@@ -158,7 +160,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_linkFlows.assign(nLinks, {});
     m_linkMark.assign(nLinks, 0);
     m_linkTouch.assign(nLinks, 0);
-    m_linkVersion.assign(nLinks, 0);
+    m_heapPos.assign(nLinks, kNotInHeap);
     m_unfrozen.assign(nLinks, 0);
     m_capLeft.assign(nLinks, 0);
     m_routeCache.clear();
@@ -372,12 +374,24 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     else
     {
         slot = static_cast<uint32_t>(m_flows.size());
+        const Flow* before = m_flows.data();
         m_flows.emplace_back();
+        m_hot.emplace_back();
+        if (m_flows.data() != before)
+        {
+            // Reallocated: a Flow that was copied rather than moved has a new route buffer.
+            for (size_t i = 0; i < m_flows.size(); ++i)
+            {
+                m_hot[i].route = m_flows[i].route.data();
+            }
+        }
     }
     Flow& f = m_flows[slot];
     f.rec = rec;
     f.flowKey = flowKey;
     f.route.assign(route.links.begin(), route.links.end());
+    m_hot[slot].route = f.route.data();
+    m_hot[slot].hops = static_cast<uint32_t>(f.route.size());
     f.latencyNs = route.latencyNs;
     f.remaining = remaining;
     f.t0Ns = NowNs();
@@ -433,9 +447,9 @@ FlowBackend::Recompute()
     if (++m_epoch == 0) // wrapped: clear the marks once every 4G passes
     {
         std::fill(m_linkMark.begin(), m_linkMark.end(), 0);
-        for (Flow& f : m_flows)
+        for (FlowHot& h : m_hot)
         {
-            f.visitEpoch = f.frozenEpoch = 0;
+            h.visitEpoch = h.frozenEpoch = 0;
         }
         m_epoch = 1;
     }
@@ -457,15 +471,16 @@ FlowBackend::Recompute()
     {
         for (uint32_t slot : m_linkFlows[m_compLinks[i]])
         {
-            Flow& f = m_flows[slot];
-            if (f.visitEpoch == m_epoch)
+            FlowHot& h = m_hot[slot];
+            if (h.visitEpoch == m_epoch)
             {
                 continue;
             }
-            f.visitEpoch = m_epoch;
+            h.visitEpoch = m_epoch;
             m_compFlows.push_back(slot);
-            for (uint32_t l : f.route)
+            for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
             {
+                const uint32_t l = *r;
                 if (m_linkMark[l] != m_epoch)
                 {
                     m_linkMark[l] = m_epoch;
@@ -488,9 +503,9 @@ FlowBackend::Recompute()
     bool rescheduled = false;
     for (uint32_t slot : m_compFlows)
     {
-        if (m_flows[slot].newRate != m_flows[slot].rate)
+        if (m_hot[slot].newRate != m_flows[slot].rate)
         {
-            SetRate(slot, m_flows[slot].newRate, nowNs);
+            SetRate(slot, m_hot[slot].newRate, nowNs);
             rescheduled = true;
         }
     }
@@ -517,13 +532,93 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     }
 }
 
+inline bool
+FlowBackend::ShareLess(const HeapEntry& a, const HeapEntry& b)
+{
+    return a.share != b.share ? a.share < b.share : a.link < b.link;
+}
+
+inline void
+FlowBackend::HeapPlace(uint32_t pos, const HeapEntry& e)
+{
+    m_heap[pos] = e;
+    m_heapPos[e.link] = pos;
+}
+
+inline void
+FlowBackend::HeapSiftUp(uint32_t pos, HeapEntry e)
+{
+    while (pos > 0)
+    {
+        const uint32_t parent = (pos - 1) / kHeapArity;
+        if (!ShareLess(e, m_heap[parent]))
+        {
+            break;
+        }
+        HeapPlace(pos, m_heap[parent]);
+        pos = parent;
+    }
+    HeapPlace(pos, e);
+}
+
+inline void
+FlowBackend::HeapSiftDown(uint32_t pos, HeapEntry e)
+{
+    const auto n = static_cast<uint32_t>(m_heap.size());
+    for (;;)
+    {
+        const uint32_t first = pos * kHeapArity + 1;
+        if (first >= n)
+        {
+            break;
+        }
+        const uint32_t last = std::min(first + kHeapArity, n);
+        uint32_t best = first;
+        for (uint32_t c = first + 1; c < last; ++c)
+        {
+            if (ShareLess(m_heap[c], m_heap[best]))
+            {
+                best = c;
+            }
+        }
+        if (!ShareLess(m_heap[best], e))
+        {
+            break;
+        }
+        HeapPlace(pos, m_heap[best]);
+        pos = best;
+    }
+    HeapPlace(pos, e);
+}
+
+inline void
+FlowBackend::HeapRemoveAt(uint32_t pos)
+{
+    m_heapPos[m_heap[pos].link] = kNotInHeap;
+    const HeapEntry last = m_heap.back();
+    m_heap.pop_back();
+    if (pos < m_heap.size())
+    {
+        if (ShareLess(last, m_heap[pos]))
+        {
+            HeapSiftUp(pos, last);
+        }
+        else
+        {
+            HeapSiftDown(pos, last);
+        }
+    }
+}
+
 void
 FlowBackend::WaterFill()
 {
     // Progressive filling: repeatedly take the link with the smallest fair share
     // (capacity left / flows without a rate), give that share to its flows and remove them.
-    // Shares never decrease as flows are frozen, so a lazy min-heap with re-pushed entries
-    // finds every bottleneck in O((flows x hops + links) log links).
+    // An indexed min-heap holds one entry per link with unrated flows (m_heapPos: where);
+    // a link's key changes in place when a bottleneck step touches it and the link leaves the
+    // heap once all its flows are rated: O((flows x hops + links) log links) per pass with a
+    // heap no larger than the component's links.
     if (m_compFlows.size() == 1)
     {
         // A flow alone on its links (e.g. an NVLink hop) simply gets its bottleneck.
@@ -533,7 +628,7 @@ FlowBackend::WaterFill()
         {
             rate = std::min(rate, m_capacity[l]);
         }
-        f.newRate = rate;
+        m_hot[m_compFlows.front()].newRate = rate;
         return;
     }
     m_heap.clear();
@@ -544,20 +639,23 @@ FlowBackend::WaterFill()
         m_capLeft[l] = m_capacity[l];
         if (n > 0)
         {
-            m_heap.push_back({m_capacity[l] / n, l, ++m_linkVersion[l]});
+            m_heapPos[l] = static_cast<uint32_t>(m_heap.size());
+            m_heap.push_back({m_capacity[l] / n, l});
         }
     }
-    std::make_heap(m_heap.begin(), m_heap.end(), ShareLater());
+    if (m_heap.size() > 1)
+    {
+        for (uint32_t pos = static_cast<uint32_t>((m_heap.size() - 2) / kHeapArity) + 1;
+             pos-- > 0;)
+        {
+            HeapSiftDown(pos, m_heap[pos]);
+        }
+    }
     double level = 0;
     while (!m_heap.empty())
     {
-        std::pop_heap(m_heap.begin(), m_heap.end(), ShareLater());
-        const HeapEntry e = m_heap.back();
-        m_heap.pop_back();
-        if (e.version != m_linkVersion[e.link] || m_unfrozen[e.link] == 0)
-        {
-            continue;
-        }
+        const HeapEntry e = m_heap.front();
+        HeapRemoveAt(0);
         // Rounding may leave a share a hair below the previous level; the level is monotone.
         const double share = std::max(e.share, level);
         level = share;
@@ -569,15 +667,16 @@ FlowBackend::WaterFill()
         m_touched.clear();
         for (uint32_t slot : m_linkFlows[e.link])
         {
-            Flow& f = m_flows[slot];
-            if (f.frozenEpoch == m_epoch)
+            FlowHot& h = m_hot[slot];
+            if (h.frozenEpoch == m_epoch)
             {
                 continue;
             }
-            f.frozenEpoch = m_epoch;
-            f.newRate = share;
-            for (uint32_t l : f.route)
+            h.frozenEpoch = m_epoch;
+            h.newRate = share;
+            for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
             {
+                const uint32_t l = *r;
                 m_capLeft[l] -= share;
                 --m_unfrozen[l];
                 if (m_linkTouch[l] != m_touchEpoch)
@@ -589,11 +688,24 @@ FlowBackend::WaterFill()
         }
         for (uint32_t l : m_touched)
         {
-            if (m_unfrozen[l] > 0)
+            const uint32_t pos = m_heapPos[l];
+            if (pos == kNotInHeap)
             {
-                m_heap.push_back(
-                    {std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l, ++m_linkVersion[l]});
-                std::push_heap(m_heap.begin(), m_heap.end(), ShareLater());
+                continue; // the bottleneck itself: all its flows are rated now
+            }
+            if (m_unfrozen[l] == 0)
+            {
+                HeapRemoveAt(pos);
+                continue;
+            }
+            const HeapEntry updated{std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l};
+            if (ShareLess(updated, m_heap[pos]))
+            {
+                HeapSiftUp(pos, updated);
+            }
+            else
+            {
+                HeapSiftDown(pos, updated);
             }
         }
     }
