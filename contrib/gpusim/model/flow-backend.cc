@@ -84,6 +84,7 @@ FlowBackend::DoDispose()
     m_freePending.clear();
     m_flows.clear();
     m_hot.clear();
+    m_drainHeap.clear();
     m_linkFlows.clear();
     m_routeCache.clear();
     m_lastRoute.clear();
@@ -397,7 +398,7 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.t0Ns = NowNs();
     f.rate = 0;
     f.finishNs = std::numeric_limits<int64_t>::max();
-    ++f.stamp;
+    f.drainPos = kNotInHeap;
     f.active = true;
     f.done = std::move(done);
     ++m_nActive;
@@ -523,9 +524,20 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     f.t0Ns = nowNs;
     f.rate = rate;
     f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
-    ++f.stamp;
-    m_drainHeap.push_back({f.finishNs, slot, f.stamp});
-    std::push_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
+    const DrainEntry e{f.finishNs, slot};
+    if (f.drainPos == kNotInHeap)
+    {
+        m_drainHeap.push_back(e);
+        DrainSiftUp(static_cast<uint32_t>(m_drainHeap.size() - 1), e);
+    }
+    else if (DrainLess(e, m_drainHeap[f.drainPos]))
+    {
+        DrainSiftUp(f.drainPos, e);
+    }
+    else
+    {
+        DrainSiftDown(f.drainPos, e);
+    }
     if (m_history)
     {
         m_history->OnRate(f.rec.id, Simulator::Now(), f.rate, f.remaining);
@@ -711,37 +723,77 @@ FlowBackend::WaterFill()
     }
 }
 
-void
-FlowBackend::ScheduleDrain()
+inline bool
+FlowBackend::DrainLess(const DrainEntry& a, const DrainEntry& b)
 {
-    // Drop entries of flows that finished or were re-rated since they were pushed.
-    while (!m_drainHeap.empty())
+    return a.finishNs != b.finishNs ? a.finishNs < b.finishNs : a.slot < b.slot;
+}
+
+inline void
+FlowBackend::DrainSiftUp(uint32_t pos, DrainEntry e)
+{
+    while (pos > 0)
     {
-        const DrainEntry& top = m_drainHeap.front();
-        const Flow& f = m_flows[top.slot];
-        if (f.active && f.stamp == top.stamp)
+        const uint32_t parent = (pos - 1) / kHeapArity;
+        if (!DrainLess(e, m_drainHeap[parent]))
         {
             break;
         }
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
-        m_drainHeap.pop_back();
+        m_drainHeap[pos] = m_drainHeap[parent];
+        m_flows[m_drainHeap[pos].slot].drainPos = pos;
+        pos = parent;
     }
-    // Stale entries of long flows can pile up under churn: rebuild when mostly stale.
-    if (m_drainHeap.size() > 4 * size_t(m_nActive) + 1024)
+    m_drainHeap[pos] = e;
+    m_flows[e.slot].drainPos = pos;
+}
+
+inline void
+FlowBackend::DrainSiftDown(uint32_t pos, DrainEntry e)
+{
+    const auto n = static_cast<uint32_t>(m_drainHeap.size());
+    for (;;)
     {
-        std::vector<DrainEntry> live;
-        live.reserve(m_nActive);
-        for (const DrainEntry& e : m_drainHeap)
+        const uint32_t first = pos * kHeapArity + 1;
+        if (first >= n)
         {
-            const Flow& f = m_flows[e.slot];
-            if (f.active && f.stamp == e.stamp)
+            break;
+        }
+        const uint32_t last = std::min(first + kHeapArity, n);
+        uint32_t best = first;
+        for (uint32_t c = first + 1; c < last; ++c)
+        {
+            if (DrainLess(m_drainHeap[c], m_drainHeap[best]))
             {
-                live.push_back(e);
+                best = c;
             }
         }
-        m_drainHeap.swap(live);
-        std::make_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
+        if (!DrainLess(m_drainHeap[best], e))
+        {
+            break;
+        }
+        m_drainHeap[pos] = m_drainHeap[best];
+        m_flows[m_drainHeap[pos].slot].drainPos = pos;
+        pos = best;
     }
+    m_drainHeap[pos] = e;
+    m_flows[e.slot].drainPos = pos;
+}
+
+inline void
+FlowBackend::DrainPopTop()
+{
+    m_flows[m_drainHeap.front().slot].drainPos = kNotInHeap;
+    const DrainEntry last = m_drainHeap.back();
+    m_drainHeap.pop_back();
+    if (!m_drainHeap.empty())
+    {
+        DrainSiftDown(0, last);
+    }
+}
+
+void
+FlowBackend::ScheduleDrain()
+{
     if (m_drainHeap.empty())
     {
         return; // a pending wake-up, if any, finds nothing and stops
@@ -766,15 +818,10 @@ FlowBackend::OnDrain()
     bool any = false;
     while (!m_drainHeap.empty() && m_drainHeap.front().finishNs <= nowNs)
     {
-        const DrainEntry e = m_drainHeap.front();
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
-        m_drainHeap.pop_back();
-        const Flow& f = m_flows[e.slot];
-        if (f.active && f.stamp == e.stamp)
-        {
-            CompleteFlow(e.slot, nowNs);
-            any = true;
-        }
+        const uint32_t slot = m_drainHeap.front().slot;
+        DrainPopTop();
+        CompleteFlow(slot, nowNs);
+        any = true;
     }
     // Links emptied by this batch of departures have nobody left to re-rate.
     m_seedLinks.erase(std::remove_if(m_seedLinks.begin(),
@@ -793,7 +840,6 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
 {
     Flow& f = m_flows[slot];
     f.active = false;
-    ++f.stamp;
     --m_nActive;
     for (uint32_t l : f.route)
     {

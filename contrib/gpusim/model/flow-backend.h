@@ -101,7 +101,7 @@ class FlowBackend : public NetworkBackend
         int64_t t0Ns = 0;            //!< when `remaining` was last brought up to date
         double rate = 0;             //!< current max-min rate (bytes/s)
         int64_t finishNs = 0;        //!< predicted drain completion
-        uint32_t stamp = 0;          //!< bumped whenever finishNs changes
+        uint32_t drainPos = kNotInHeap; //!< index in m_drainHeap, or kNotInHeap
         bool active = false;
         DeliveredCallback done;
     };
@@ -129,7 +129,6 @@ class FlowBackend : public NetworkBackend
     {
         int64_t finishNs;
         uint32_t slot;
-        uint32_t stamp;
     };
 
     /// A link in the water-filling heap, keyed by (share, link id).
@@ -140,7 +139,7 @@ class FlowBackend : public NetworkBackend
     };
 
     static constexpr uint32_t kNotInHeap = 0xffffffffu; //!< m_heapPos of a link not in m_heap
-    static constexpr uint32_t kHeapArity = 4;           //!< children per water-filling heap node
+    static constexpr uint32_t kHeapArity = 4;           //!< children per heap node (both heaps)
 
     struct RouteKey
     {
@@ -166,13 +165,6 @@ class FlowBackend : public NetworkBackend
     };
 
     // Min-heap orders (std heaps are max-heaps); ties broken by ids for reproducible runs.
-    struct DrainLater
-    {
-        bool operator()(const DrainEntry& a, const DrainEntry& b) const
-        {
-            return a.finishNs != b.finishNs ? a.finishNs > b.finishNs : a.slot > b.slot;
-        }
-    };
 
 
     /// Heap entry for a Pending kept in m_pending (the heap moves only these 24 bytes).
@@ -207,6 +199,12 @@ class FlowBackend : public NetworkBackend
     void HeapSiftUp(uint32_t pos, HeapEntry e);
     void HeapSiftDown(uint32_t pos, HeapEntry e);
     void HeapRemoveAt(uint32_t pos);
+    /// Drain heap order: earlier finish first, ties by slot (reproducible runs).
+    static bool DrainLess(const DrainEntry& a, const DrainEntry& b);
+    void DrainSiftUp(uint32_t pos, DrainEntry e);
+    void DrainSiftDown(uint32_t pos, DrainEntry e);
+    /// Removes the earliest drain completion (the heap must not be empty).
+    void DrainPopTop();
     /// Brings the flow's remaining bytes up to now and gives it a new rate and finish time.
     void SetRate(uint32_t slot, double rate, int64_t nowNs);
     void OnDrain();
@@ -246,7 +244,7 @@ class FlowBackend : public NetworkBackend
     uint32_t m_epoch = 0;
     uint32_t m_touchEpoch = 0;
 
-    std::vector<DrainEntry> m_drainHeap; //!< min-heap of predicted drain completions
+    std::vector<DrainEntry> m_drainHeap; //!< indexed min-heap: one entry per rated flow
     EventId m_drainEvent;                //!< fires at the earliest drain completion
     int64_t m_drainAtNs = -1;            //!< when m_drainEvent fires
     EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale
