@@ -83,6 +83,8 @@ FlowBackend::DoDispose()
     m_pending.clear();
     m_freePending.clear();
     m_flows.clear();
+    m_hot.clear();
+    m_drainHeap.clear();
     m_linkFlows.clear();
     m_routeCache.clear();
     m_lastRoute.clear();
@@ -124,6 +126,7 @@ FlowBackend::OnSimulatorDestroy()
         }
     }
     m_flows.clear();
+    m_hot.clear();
     m_freeSlots.clear();
     m_nActive = 0;
     m_seedLinks.clear();
@@ -158,7 +161,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_linkFlows.assign(nLinks, {});
     m_linkMark.assign(nLinks, 0);
     m_linkTouch.assign(nLinks, 0);
-    m_linkVersion.assign(nLinks, 0);
+    m_heapPos.assign(nLinks, kNotInHeap);
     m_unfrozen.assign(nLinks, 0);
     m_capLeft.assign(nLinks, 0);
     m_routeCache.clear();
@@ -372,18 +375,30 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     else
     {
         slot = static_cast<uint32_t>(m_flows.size());
+        const Flow* before = m_flows.data();
         m_flows.emplace_back();
+        m_hot.emplace_back();
+        if (m_flows.data() != before)
+        {
+            // Reallocated: a Flow that was copied rather than moved has a new route buffer.
+            for (size_t i = 0; i < m_flows.size(); ++i)
+            {
+                m_hot[i].route = m_flows[i].route.data();
+            }
+        }
     }
     Flow& f = m_flows[slot];
     f.rec = rec;
     f.flowKey = flowKey;
     f.route.assign(route.links.begin(), route.links.end());
+    m_hot[slot].route = f.route.data();
+    m_hot[slot].hops = static_cast<uint32_t>(f.route.size());
     f.latencyNs = route.latencyNs;
     f.remaining = remaining;
     f.t0Ns = NowNs();
     f.rate = 0;
     f.finishNs = std::numeric_limits<int64_t>::max();
-    ++f.stamp;
+    f.drainPos = kNotInHeap;
     f.active = true;
     f.done = std::move(done);
     ++m_nActive;
@@ -433,9 +448,9 @@ FlowBackend::Recompute()
     if (++m_epoch == 0) // wrapped: clear the marks once every 4G passes
     {
         std::fill(m_linkMark.begin(), m_linkMark.end(), 0);
-        for (Flow& f : m_flows)
+        for (FlowHot& h : m_hot)
         {
-            f.visitEpoch = f.frozenEpoch = 0;
+            h.visitEpoch = h.frozenEpoch = 0;
         }
         m_epoch = 1;
     }
@@ -457,15 +472,16 @@ FlowBackend::Recompute()
     {
         for (uint32_t slot : m_linkFlows[m_compLinks[i]])
         {
-            Flow& f = m_flows[slot];
-            if (f.visitEpoch == m_epoch)
+            FlowHot& h = m_hot[slot];
+            if (h.visitEpoch == m_epoch)
             {
                 continue;
             }
-            f.visitEpoch = m_epoch;
+            h.visitEpoch = m_epoch;
             m_compFlows.push_back(slot);
-            for (uint32_t l : f.route)
+            for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
             {
+                const uint32_t l = *r;
                 if (m_linkMark[l] != m_epoch)
                 {
                     m_linkMark[l] = m_epoch;
@@ -488,9 +504,9 @@ FlowBackend::Recompute()
     bool rescheduled = false;
     for (uint32_t slot : m_compFlows)
     {
-        if (m_flows[slot].newRate != m_flows[slot].rate)
+        if (m_hot[slot].newRate != m_flows[slot].rate)
         {
-            SetRate(slot, m_flows[slot].newRate, nowNs);
+            SetRate(slot, m_hot[slot].newRate, nowNs);
             rescheduled = true;
         }
     }
@@ -508,12 +524,101 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     f.t0Ns = nowNs;
     f.rate = rate;
     f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
-    ++f.stamp;
-    m_drainHeap.push_back({f.finishNs, slot, f.stamp});
-    std::push_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
+    const DrainEntry e{f.finishNs, slot};
+    if (f.drainPos == kNotInHeap)
+    {
+        m_drainHeap.push_back(e);
+        DrainSiftUp(static_cast<uint32_t>(m_drainHeap.size() - 1), e);
+    }
+    else if (DrainLess(e, m_drainHeap[f.drainPos]))
+    {
+        DrainSiftUp(f.drainPos, e);
+    }
+    else
+    {
+        DrainSiftDown(f.drainPos, e);
+    }
     if (m_history)
     {
         m_history->OnRate(f.rec.id, Simulator::Now(), f.rate, f.remaining);
+    }
+}
+
+inline bool
+FlowBackend::ShareLess(const HeapEntry& a, const HeapEntry& b)
+{
+    return a.share != b.share ? a.share < b.share : a.link < b.link;
+}
+
+inline void
+FlowBackend::HeapPlace(uint32_t pos, const HeapEntry& e)
+{
+    m_heap[pos] = e;
+    m_heapPos[e.link] = pos;
+}
+
+inline void
+FlowBackend::HeapSiftUp(uint32_t pos, HeapEntry e)
+{
+    while (pos > 0)
+    {
+        const uint32_t parent = (pos - 1) / kHeapArity;
+        if (!ShareLess(e, m_heap[parent]))
+        {
+            break;
+        }
+        HeapPlace(pos, m_heap[parent]);
+        pos = parent;
+    }
+    HeapPlace(pos, e);
+}
+
+inline void
+FlowBackend::HeapSiftDown(uint32_t pos, HeapEntry e)
+{
+    const auto n = static_cast<uint32_t>(m_heap.size());
+    for (;;)
+    {
+        const uint32_t first = pos * kHeapArity + 1;
+        if (first >= n)
+        {
+            break;
+        }
+        const uint32_t last = std::min(first + kHeapArity, n);
+        uint32_t best = first;
+        for (uint32_t c = first + 1; c < last; ++c)
+        {
+            if (ShareLess(m_heap[c], m_heap[best]))
+            {
+                best = c;
+            }
+        }
+        if (!ShareLess(m_heap[best], e))
+        {
+            break;
+        }
+        HeapPlace(pos, m_heap[best]);
+        pos = best;
+    }
+    HeapPlace(pos, e);
+}
+
+inline void
+FlowBackend::HeapRemoveAt(uint32_t pos)
+{
+    m_heapPos[m_heap[pos].link] = kNotInHeap;
+    const HeapEntry last = m_heap.back();
+    m_heap.pop_back();
+    if (pos < m_heap.size())
+    {
+        if (ShareLess(last, m_heap[pos]))
+        {
+            HeapSiftUp(pos, last);
+        }
+        else
+        {
+            HeapSiftDown(pos, last);
+        }
     }
 }
 
@@ -522,8 +627,10 @@ FlowBackend::WaterFill()
 {
     // Progressive filling: repeatedly take the link with the smallest fair share
     // (capacity left / flows without a rate), give that share to its flows and remove them.
-    // Shares never decrease as flows are frozen, so a lazy min-heap with re-pushed entries
-    // finds every bottleneck in O((flows x hops + links) log links).
+    // An indexed min-heap holds one entry per link with unrated flows (m_heapPos: where);
+    // a link's key changes in place when a bottleneck step touches it and the link leaves the
+    // heap once all its flows are rated: O((flows x hops + links) log links) per pass with a
+    // heap no larger than the component's links.
     if (m_compFlows.size() == 1)
     {
         // A flow alone on its links (e.g. an NVLink hop) simply gets its bottleneck.
@@ -533,7 +640,7 @@ FlowBackend::WaterFill()
         {
             rate = std::min(rate, m_capacity[l]);
         }
-        f.newRate = rate;
+        m_hot[m_compFlows.front()].newRate = rate;
         return;
     }
     m_heap.clear();
@@ -544,20 +651,23 @@ FlowBackend::WaterFill()
         m_capLeft[l] = m_capacity[l];
         if (n > 0)
         {
-            m_heap.push_back({m_capacity[l] / n, l, ++m_linkVersion[l]});
+            m_heapPos[l] = static_cast<uint32_t>(m_heap.size());
+            m_heap.push_back({m_capacity[l] / n, l});
         }
     }
-    std::make_heap(m_heap.begin(), m_heap.end(), ShareLater());
+    if (m_heap.size() > 1)
+    {
+        for (uint32_t pos = static_cast<uint32_t>((m_heap.size() - 2) / kHeapArity) + 1;
+             pos-- > 0;)
+        {
+            HeapSiftDown(pos, m_heap[pos]);
+        }
+    }
     double level = 0;
     while (!m_heap.empty())
     {
-        std::pop_heap(m_heap.begin(), m_heap.end(), ShareLater());
-        const HeapEntry e = m_heap.back();
-        m_heap.pop_back();
-        if (e.version != m_linkVersion[e.link] || m_unfrozen[e.link] == 0)
-        {
-            continue;
-        }
+        const HeapEntry e = m_heap.front();
+        HeapRemoveAt(0);
         // Rounding may leave a share a hair below the previous level; the level is monotone.
         const double share = std::max(e.share, level);
         level = share;
@@ -569,15 +679,16 @@ FlowBackend::WaterFill()
         m_touched.clear();
         for (uint32_t slot : m_linkFlows[e.link])
         {
-            Flow& f = m_flows[slot];
-            if (f.frozenEpoch == m_epoch)
+            FlowHot& h = m_hot[slot];
+            if (h.frozenEpoch == m_epoch)
             {
                 continue;
             }
-            f.frozenEpoch = m_epoch;
-            f.newRate = share;
-            for (uint32_t l : f.route)
+            h.frozenEpoch = m_epoch;
+            h.newRate = share;
+            for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
             {
+                const uint32_t l = *r;
                 m_capLeft[l] -= share;
                 --m_unfrozen[l];
                 if (m_linkTouch[l] != m_touchEpoch)
@@ -589,47 +700,100 @@ FlowBackend::WaterFill()
         }
         for (uint32_t l : m_touched)
         {
-            if (m_unfrozen[l] > 0)
+            const uint32_t pos = m_heapPos[l];
+            if (pos == kNotInHeap)
             {
-                m_heap.push_back(
-                    {std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l, ++m_linkVersion[l]});
-                std::push_heap(m_heap.begin(), m_heap.end(), ShareLater());
+                continue; // the bottleneck itself: all its flows are rated now
+            }
+            if (m_unfrozen[l] == 0)
+            {
+                HeapRemoveAt(pos);
+                continue;
+            }
+            const HeapEntry updated{std::max(0.0, m_capLeft[l]) / m_unfrozen[l], l};
+            if (ShareLess(updated, m_heap[pos]))
+            {
+                HeapSiftUp(pos, updated);
+            }
+            else
+            {
+                HeapSiftDown(pos, updated);
             }
         }
+    }
+}
+
+inline bool
+FlowBackend::DrainLess(const DrainEntry& a, const DrainEntry& b)
+{
+    return a.finishNs != b.finishNs ? a.finishNs < b.finishNs : a.slot < b.slot;
+}
+
+inline void
+FlowBackend::DrainSiftUp(uint32_t pos, DrainEntry e)
+{
+    while (pos > 0)
+    {
+        const uint32_t parent = (pos - 1) / kHeapArity;
+        if (!DrainLess(e, m_drainHeap[parent]))
+        {
+            break;
+        }
+        m_drainHeap[pos] = m_drainHeap[parent];
+        m_flows[m_drainHeap[pos].slot].drainPos = pos;
+        pos = parent;
+    }
+    m_drainHeap[pos] = e;
+    m_flows[e.slot].drainPos = pos;
+}
+
+inline void
+FlowBackend::DrainSiftDown(uint32_t pos, DrainEntry e)
+{
+    const auto n = static_cast<uint32_t>(m_drainHeap.size());
+    for (;;)
+    {
+        const uint32_t first = pos * kHeapArity + 1;
+        if (first >= n)
+        {
+            break;
+        }
+        const uint32_t last = std::min(first + kHeapArity, n);
+        uint32_t best = first;
+        for (uint32_t c = first + 1; c < last; ++c)
+        {
+            if (DrainLess(m_drainHeap[c], m_drainHeap[best]))
+            {
+                best = c;
+            }
+        }
+        if (!DrainLess(m_drainHeap[best], e))
+        {
+            break;
+        }
+        m_drainHeap[pos] = m_drainHeap[best];
+        m_flows[m_drainHeap[pos].slot].drainPos = pos;
+        pos = best;
+    }
+    m_drainHeap[pos] = e;
+    m_flows[e.slot].drainPos = pos;
+}
+
+inline void
+FlowBackend::DrainPopTop()
+{
+    m_flows[m_drainHeap.front().slot].drainPos = kNotInHeap;
+    const DrainEntry last = m_drainHeap.back();
+    m_drainHeap.pop_back();
+    if (!m_drainHeap.empty())
+    {
+        DrainSiftDown(0, last);
     }
 }
 
 void
 FlowBackend::ScheduleDrain()
 {
-    // Drop entries of flows that finished or were re-rated since they were pushed.
-    while (!m_drainHeap.empty())
-    {
-        const DrainEntry& top = m_drainHeap.front();
-        const Flow& f = m_flows[top.slot];
-        if (f.active && f.stamp == top.stamp)
-        {
-            break;
-        }
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
-        m_drainHeap.pop_back();
-    }
-    // Stale entries of long flows can pile up under churn: rebuild when mostly stale.
-    if (m_drainHeap.size() > 4 * size_t(m_nActive) + 1024)
-    {
-        std::vector<DrainEntry> live;
-        live.reserve(m_nActive);
-        for (const DrainEntry& e : m_drainHeap)
-        {
-            const Flow& f = m_flows[e.slot];
-            if (f.active && f.stamp == e.stamp)
-            {
-                live.push_back(e);
-            }
-        }
-        m_drainHeap.swap(live);
-        std::make_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
-    }
     if (m_drainHeap.empty())
     {
         return; // a pending wake-up, if any, finds nothing and stops
@@ -654,15 +818,10 @@ FlowBackend::OnDrain()
     bool any = false;
     while (!m_drainHeap.empty() && m_drainHeap.front().finishNs <= nowNs)
     {
-        const DrainEntry e = m_drainHeap.front();
-        std::pop_heap(m_drainHeap.begin(), m_drainHeap.end(), DrainLater());
-        m_drainHeap.pop_back();
-        const Flow& f = m_flows[e.slot];
-        if (f.active && f.stamp == e.stamp)
-        {
-            CompleteFlow(e.slot, nowNs);
-            any = true;
-        }
+        const uint32_t slot = m_drainHeap.front().slot;
+        DrainPopTop();
+        CompleteFlow(slot, nowNs);
+        any = true;
     }
     // Links emptied by this batch of departures have nobody left to re-rate.
     m_seedLinks.erase(std::remove_if(m_seedLinks.begin(),
@@ -681,7 +840,6 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
 {
     Flow& f = m_flows[slot];
     f.active = false;
-    ++f.stamp;
     --m_nActive;
     for (uint32_t l : f.route)
     {

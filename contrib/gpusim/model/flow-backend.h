@@ -100,13 +100,21 @@ class FlowBackend : public NetworkBackend
         double remaining = 0;        //!< bytes left at t0Ns
         int64_t t0Ns = 0;            //!< when `remaining` was last brought up to date
         double rate = 0;             //!< current max-min rate (bytes/s)
-        double newRate = 0;          //!< scratch for the recomputation
         int64_t finishNs = 0;        //!< predicted drain completion
-        uint32_t stamp = 0;          //!< bumped whenever finishNs changes
-        uint32_t visitEpoch = 0;     //!< component search mark
-        uint32_t frozenEpoch = 0;    //!< water-filling mark
+        uint32_t drainPos = kNotInHeap; //!< index in m_drainHeap, or kNotInHeap
         bool active = false;
         DeliveredCallback done;
+    };
+
+    /// What the component search and water-filling read per flow, packed apart from Flow
+    /// (m_hot[slot]) so that the passes over thousands of flows stay in cache.
+    struct FlowHot
+    {
+        const uint32_t* route = nullptr; //!< Flow::route data
+        uint32_t hops = 0;               //!< Flow::route size
+        uint32_t visitEpoch = 0;         //!< component search mark
+        uint32_t frozenEpoch = 0;        //!< water-filling mark
+        double newRate = 0;              //!< scratch for the recomputation
     };
 
     /// A drained transfer waiting out its latency.
@@ -121,15 +129,17 @@ class FlowBackend : public NetworkBackend
     {
         int64_t finishNs;
         uint32_t slot;
-        uint32_t stamp;
     };
 
+    /// A link in the water-filling heap, keyed by (share, link id).
     struct HeapEntry
     {
         double share; //!< fair share of the remaining capacity (bytes/s)
         uint32_t link;
-        uint32_t version;
     };
+
+    static constexpr uint32_t kNotInHeap = 0xffffffffu; //!< m_heapPos of a link not in m_heap
+    static constexpr uint32_t kHeapArity = 4;           //!< children per heap node (both heaps)
 
     struct RouteKey
     {
@@ -155,21 +165,7 @@ class FlowBackend : public NetworkBackend
     };
 
     // Min-heap orders (std heaps are max-heaps); ties broken by ids for reproducible runs.
-    struct DrainLater
-    {
-        bool operator()(const DrainEntry& a, const DrainEntry& b) const
-        {
-            return a.finishNs != b.finishNs ? a.finishNs > b.finishNs : a.slot > b.slot;
-        }
-    };
 
-    struct ShareLater
-    {
-        bool operator()(const HeapEntry& a, const HeapEntry& b) const
-        {
-            return a.share != b.share ? a.share > b.share : a.link > b.link;
-        }
-    };
 
     /// Heap entry for a Pending kept in m_pending (the heap moves only these 24 bytes).
     struct DeliverEntry
@@ -197,6 +193,18 @@ class FlowBackend : public NetworkBackend
     void MarkDirty();
     void Recompute();
     void WaterFill();
+    /// Water-filling heap order: smaller share first, ties by link id (reproducible runs).
+    static bool ShareLess(const HeapEntry& a, const HeapEntry& b);
+    void HeapPlace(uint32_t pos, const HeapEntry& e);
+    void HeapSiftUp(uint32_t pos, HeapEntry e);
+    void HeapSiftDown(uint32_t pos, HeapEntry e);
+    void HeapRemoveAt(uint32_t pos);
+    /// Drain heap order: earlier finish first, ties by slot (reproducible runs).
+    static bool DrainLess(const DrainEntry& a, const DrainEntry& b);
+    void DrainSiftUp(uint32_t pos, DrainEntry e);
+    void DrainSiftDown(uint32_t pos, DrainEntry e);
+    /// Removes the earliest drain completion (the heap must not be empty).
+    void DrainPopTop();
     /// Brings the flow's remaining bytes up to now and gives it a new rate and finish time.
     void SetRate(uint32_t slot, double rate, int64_t nowNs);
     void OnDrain();
@@ -217,6 +225,7 @@ class FlowBackend : public NetworkBackend
     std::vector<double> m_linkBytes;     //!< per directed link, bytes carried
 
     std::vector<Flow> m_flows;                       //!< flow slots
+    std::vector<FlowHot> m_hot;                      //!< per flow slot, hot fields
     std::vector<uint32_t> m_freeSlots;               //!< reusable slots (LIFO)
     uint32_t m_nActive = 0;                          //!< active flow slots
     std::vector<std::vector<uint32_t>> m_linkFlows; //!< per link: active slots crossing it
@@ -227,15 +236,15 @@ class FlowBackend : public NetworkBackend
     std::vector<uint32_t> m_compFlows;  //!< slots being re-rated
     std::vector<uint32_t> m_linkMark;   //!< per link: epoch of the last visit
     std::vector<uint32_t> m_linkTouch;  //!< per link: bottleneck step of the last update
-    std::vector<uint32_t> m_linkVersion; //!< per link: version of its valid heap entry
+    std::vector<uint32_t> m_heapPos;    //!< per link: index in m_heap, or kNotInHeap
     std::vector<uint32_t> m_unfrozen;   //!< per link: flows without a rate yet
     std::vector<double> m_capLeft;      //!< per link: capacity not yet handed out
     std::vector<uint32_t> m_touched;    //!< links updated by one bottleneck step
-    std::vector<HeapEntry> m_heap;      //!< min-heap of link fair shares
+    std::vector<HeapEntry> m_heap;      //!< indexed min-heap of link fair shares (one per link)
     uint32_t m_epoch = 0;
     uint32_t m_touchEpoch = 0;
 
-    std::vector<DrainEntry> m_drainHeap; //!< min-heap of predicted drain completions
+    std::vector<DrainEntry> m_drainHeap; //!< indexed min-heap: one entry per rated flow
     EventId m_drainEvent;                //!< fires at the earliest drain completion
     int64_t m_drainAtNs = -1;            //!< when m_drainEvent fires
     EventId m_recomputeEvent;            //!< zero-delay, pending while rates are stale

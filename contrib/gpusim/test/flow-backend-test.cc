@@ -606,6 +606,77 @@ TEST(FlowBackend, MatchesBruteForceReferenceOnRandomTraffic)
     Simulator::Destroy();
 }
 
+TEST(FlowBackend, MatchesBruteForceReferenceOnTreeLikeTraffic)
+{
+    // Double-binary-tree-like AllReduce traffic on dgx-h100 servers: NVLink chains inside
+    // servers plus parent <-> child flows of two server trees over the rail fabric, chunks
+    // started at many distinct instants. Every flow sits in one big connected component, so
+    // each pass re-rates many flows through long bottleneck sequences (both indexed heaps:
+    // keys rising and falling in place, links leaving mid-pass, flows re-rated repeatedly).
+    gpusim::ClusterSpec s;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h100", s));
+    s.servers = 6;
+    GpuClusterHelper h;
+    h.SetSpec(s);
+    auto t = h.BuildTopology();
+    const uint32_t g = s.gpusPerServer;
+    std::vector<std::pair<uint32_t, uint32_t>> edges;
+    for (uint32_t sv = 0; sv < s.servers; ++sv)
+    {
+        for (uint32_t i = 0; i + 1 < g; ++i) // chain through the server, both directions
+        {
+            edges.emplace_back(sv * g + i, sv * g + i + 1);
+            edges.emplace_back(sv * g + i + 1, sv * g + i);
+        }
+    }
+    for (uint32_t sv = 1; sv < s.servers; ++sv) // tree 0: parent (sv-1)/2, GPU 0 of each
+    {
+        const uint32_t p = (sv - 1) / 2;
+        edges.emplace_back(sv * g, p * g);
+        edges.emplace_back(p * g, sv * g);
+    }
+    for (uint32_t k = 1; k < s.servers; ++k) // tree 1: mirrored, last GPU of each
+    {
+        const uint32_t c = s.servers - 1 - k;
+        const uint32_t p = s.servers - 1 - (k - 1) / 2;
+        edges.emplace_back(c * g + g - 1, p * g + g - 1);
+        edges.emplace_back(p * g + g - 1, c * g + g - 1);
+    }
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint64_t, double>> xfers;
+    uint64_t x = 777;
+    auto rnd = [&x](uint64_t n) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (x >> 33) % n;
+    };
+    for (uint64_t id = 0; id < 400; ++id)
+    {
+        const auto& [src, dst] = edges[rnd(edges.size())];
+        const double startNs = double(rnd(300) * 1000);
+        xfers.emplace_back(id, src, dst, 100000 + rnd(2000000), startNs * 1e-9);
+    }
+    std::stable_sort(xfers.begin(), xfers.end(), [](const auto& a, const auto& b) {
+        return std::get<4>(a) < std::get<4>(b);
+    });
+    const auto ref = ReferenceRun(t, xfers);
+
+    auto b = Backend(t);
+    Log log;
+    for (const auto& [id, src, dst, bytes, start] : xfers)
+    {
+        Simulator::Schedule(Seconds(start), [&, id = id, src = src, dst = dst, bytes = bytes] {
+            b->StartTransfer(id, src, dst, bytes, id % 3, log.Cb());
+        });
+    }
+    Simulator::Run();
+    ASSERT_EQ(log.at.size(), xfers.size());
+    for (const auto& [id, at] : log.at)
+    {
+        EXPECT_NEAR(double(at), ref.at(id) * 1e9, 5.0) << "transfer " << id;
+    }
+    EXPECT_GT(b->GetRecomputeCount(), 100u);
+    Simulator::Destroy();
+}
+
 TEST(FlowBackend, ReusableAcrossSimulatorRestarts)
 {
     auto b = Backend(StarTopology(3));
