@@ -1,5 +1,6 @@
 #include "ns3/flow-backend.h"
 
+#include "ns3/indexed-heap.h"
 #include "ns3/json-writer.h"
 
 #include "ns3/boolean.h"
@@ -560,47 +561,15 @@ FlowBackend::HeapPlace(uint32_t pos, const HeapEntry& e)
 inline void
 FlowBackend::HeapSiftUp(uint32_t pos, HeapEntry e)
 {
-    while (pos > 0)
-    {
-        const uint32_t parent = (pos - 1) / kHeapArity;
-        if (!ShareLess(e, m_heap[parent]))
-        {
-            break;
-        }
-        HeapPlace(pos, m_heap[parent]);
-        pos = parent;
-    }
-    HeapPlace(pos, e);
+    gpusim::HeapSiftUp<kHeapArity>(m_heap, pos, e, ShareLess,
+                                   [this](uint32_t p, const HeapEntry& x) { HeapPlace(p, x); });
 }
 
 inline void
 FlowBackend::HeapSiftDown(uint32_t pos, HeapEntry e)
 {
-    const auto n = static_cast<uint32_t>(m_heap.size());
-    for (;;)
-    {
-        const uint32_t first = pos * kHeapArity + 1;
-        if (first >= n)
-        {
-            break;
-        }
-        const uint32_t last = std::min(first + kHeapArity, n);
-        uint32_t best = first;
-        for (uint32_t c = first + 1; c < last; ++c)
-        {
-            if (ShareLess(m_heap[c], m_heap[best]))
-            {
-                best = c;
-            }
-        }
-        if (!ShareLess(m_heap[best], e))
-        {
-            break;
-        }
-        HeapPlace(pos, m_heap[best]);
-        pos = best;
-    }
-    HeapPlace(pos, e);
+    gpusim::HeapSiftDown<kHeapArity>(m_heap, pos, e, ShareLess,
+                                     [this](uint32_t p, const HeapEntry& x) { HeapPlace(p, x); });
 }
 
 inline void
@@ -730,53 +699,25 @@ FlowBackend::DrainLess(const DrainEntry& a, const DrainEntry& b)
 }
 
 inline void
-FlowBackend::DrainSiftUp(uint32_t pos, DrainEntry e)
+FlowBackend::DrainPlace(uint32_t pos, const DrainEntry& e)
 {
-    while (pos > 0)
-    {
-        const uint32_t parent = (pos - 1) / kHeapArity;
-        if (!DrainLess(e, m_drainHeap[parent]))
-        {
-            break;
-        }
-        m_drainHeap[pos] = m_drainHeap[parent];
-        m_flows[m_drainHeap[pos].slot].drainPos = pos;
-        pos = parent;
-    }
     m_drainHeap[pos] = e;
     m_flows[e.slot].drainPos = pos;
 }
 
 inline void
+FlowBackend::DrainSiftUp(uint32_t pos, DrainEntry e)
+{
+    gpusim::HeapSiftUp<kHeapArity>(m_drainHeap, pos, e, DrainLess,
+                                   [this](uint32_t p, const DrainEntry& x) { DrainPlace(p, x); });
+}
+
+inline void
 FlowBackend::DrainSiftDown(uint32_t pos, DrainEntry e)
 {
-    const auto n = static_cast<uint32_t>(m_drainHeap.size());
-    for (;;)
-    {
-        const uint32_t first = pos * kHeapArity + 1;
-        if (first >= n)
-        {
-            break;
-        }
-        const uint32_t last = std::min(first + kHeapArity, n);
-        uint32_t best = first;
-        for (uint32_t c = first + 1; c < last; ++c)
-        {
-            if (DrainLess(m_drainHeap[c], m_drainHeap[best]))
-            {
-                best = c;
-            }
-        }
-        if (!DrainLess(m_drainHeap[best], e))
-        {
-            break;
-        }
-        m_drainHeap[pos] = m_drainHeap[best];
-        m_flows[m_drainHeap[pos].slot].drainPos = pos;
-        pos = best;
-    }
-    m_drainHeap[pos] = e;
-    m_flows[e.slot].drainPos = pos;
+    gpusim::HeapSiftDown<kHeapArity>(
+        m_drainHeap, pos, e, DrainLess,
+        [this](uint32_t p, const DrainEntry& x) { DrainPlace(p, x); });
 }
 
 inline void

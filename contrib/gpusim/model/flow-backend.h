@@ -201,6 +201,7 @@ class FlowBackend : public NetworkBackend
     void HeapRemoveAt(uint32_t pos);
     /// Drain heap order: earlier finish first, ties by slot (reproducible runs).
     static bool DrainLess(const DrainEntry& a, const DrainEntry& b);
+    void DrainPlace(uint32_t pos, const DrainEntry& e);
     void DrainSiftUp(uint32_t pos, DrainEntry e);
     void DrainSiftDown(uint32_t pos, DrainEntry e);
     /// Removes the earliest drain completion (the heap must not be empty).
