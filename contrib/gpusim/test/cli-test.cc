@@ -1,4 +1,5 @@
 // The gpusim command line: tables, JSON, traces, determinism and bad input.
+#include "cli-test-util.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 
@@ -13,20 +14,6 @@ using namespace ns3::gpusim;
 
 namespace
 {
-struct CliResult
-{
-    int code;
-    std::string out;
-    std::string err;
-};
-
-CliResult
-Cli(const std::vector<std::string>& args)
-{
-    std::ostringstream out, err;
-    int code = GpusimMain(args, out, err);
-    return {code, out.str(), err.str()};
-}
 
 std::string
 TempPath(const std::string& name)

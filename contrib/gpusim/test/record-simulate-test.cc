@@ -1,5 +1,6 @@
 // gpusim record -> simulate: the shim's training program recorded and simulated, failing
 // programs, collective mismatches by name, deduplication, the kernel table, query syncs.
+#include "cli-test-util.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/op-stream-dedup.h"
@@ -23,20 +24,6 @@ using namespace ns3::gpusim;
 namespace
 {
 
-struct CliResult
-{
-    int code;
-    std::string out;
-    std::string err;
-};
-
-CliResult
-Cli(const std::vector<std::string>& args)
-{
-    std::ostringstream out, err;
-    int code = GpusimMain(args, out, err);
-    return {code, out.str(), err.str()};
-}
 
 /// Temporary directories, removed when the test process exits (GPUSIM_KEEP_TEMP=1 keeps them).
 struct TempDirs
