@@ -146,6 +146,12 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
     Line l(s.device, "memcpy");
     l.Str("kind", kindName).U64("bytes", count).Int("stream", s.id).Bool("async", async && !pageable);
     if (pageable) l.Bool("pageable", true);
+    if (LiveMode() && !(async && !pageable)) {
+      // The host waits for this copy: it returns at the simulated time the copy is done.
+      LiveAnswer a;
+      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
+      return cudaSuccess;
+    }
     l.Commit();
   }
   return cudaSuccess;
@@ -412,12 +418,16 @@ static cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spit
   if (Recording()) {
     bool srcDev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     bool dstDev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    Line(s.device, "memcpy")
-        .Str("kind", kind == cudaMemcpyDefault ? "default" : KindName(srcDev, dstDev))
+    Line l(s.device, "memcpy");
+    l.Str("kind", kind == cudaMemcpyDefault ? "default" : KindName(srcDev, dstDev))
         .U64("bytes", width * height)
         .Int("stream", s.id)
-        .Bool("async", async)
-        .Commit();
+        .Bool("async", async);
+    if (LiveMode() && !async) {
+      LiveAnswer a;
+      return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+    }
+    l.Commit();
   }
   return cudaSuccess;
 }

@@ -17,6 +17,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 #include <unordered_set>
 
 #include "nccl.h"
@@ -49,6 +50,10 @@ std::atomic<unsigned long long> g_nextGroup{0};
 thread_local int t_groupDepth = 0;
 thread_local unsigned long long t_group = 0;
 thread_local const char* t_lastError = "";
+thread_local uint64_t t_groupDevices = 0;  // devices with collectives in the open group
+// Live mode: communicator inits sent to the simulator whose answer (every member joined) is
+// still to be collected; collected on return, or at ncclGroupEnd for inits inside a group.
+thread_local std::vector<std::pair<int, uint64_t>>* t_pendingInits = nullptr;
 
 ncclResult_t Fail(ncclResult_t r, const char* why) {
   t_lastError = why;
@@ -98,8 +103,29 @@ ncclComm* NewComm(const ncclUniqueId& uid, int nranks, int rank, int device) {
     Comms().insert(c);
   }
   BindRank(device, rank, nranks);
-  if (Recording()) Line(device, "comm_init").Str("comm", c->id).Int("nranks", nranks).Int("rank", rank).Commit();
+  if (Recording()) {
+    Line l(device, "comm_init");
+    l.Str("comm", c->id).Int("nranks", nranks).Int("rank", rank);
+    if (LiveMode()) {
+      if (!t_pendingInits) t_pendingInits = new std::vector<std::pair<int, uint64_t>>;
+      t_pendingInits->emplace_back(device, l.CommitDeferred());
+    } else {
+      l.Commit();
+    }
+  }
   return c;
+}
+
+// Live mode: waits until the simulator says every member of the pending inits has joined.
+ncclResult_t FinishInits() {
+  if (!t_pendingInits) return ncclSuccess;
+  bool ok = true;
+  for (const auto& [dev, seq] : *t_pendingInits) {
+    LiveAnswer a;
+    ok = Line::FinishWait(dev, seq, &a) && ok;
+  }
+  t_pendingInits->clear();
+  return ok ? ncclSuccess : Fail(ncclSystemError, "the simulator could not complete communicator initialisation");
 }
 
 void RandomId(ncclUniqueId* uid) {
@@ -207,6 +233,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (a.reduces) l.Str("redop", OpName(a.op));
   if (t_group) l.U64("group", t_group);
   l.Int("stream", s.id).Commit();
+  if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;
   return ncclSuccess;
 }
 
@@ -237,6 +264,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   // Initialisation needs no rendezvous here, so it is complete on return even inside a group
   // or with config->blocking = 0 (ncclCommGetAsyncError then reports ncclSuccess).
   *comm = NewComm(commId, nranks, rank, dev);
+  // Live mode: init returns once every rank has joined (inside a group: at ncclGroupEnd).
+  if (LiveMode() && t_groupDepth == 0) return FinishInits();
   return ncclSuccess;
 }
 
@@ -255,6 +284,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   ncclUniqueId uid;
   RandomId(&uid);
   for (int i = 0; i < ndev; ++i) comms[i] = NewComm(uid, ndev, i, devlist ? devlist[i] : i);
+  if (LiveMode() && t_groupDepth == 0) return FinishInits();
   return ncclSuccess;
 }
 
@@ -422,7 +452,18 @@ ncclResult_t ncclGroupStart(void) {
 ncclResult_t ncclGroupEnd(void) {
   if (t_groupDepth == 0) return Fail(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   // Everything issued inside the group, communicator inits included, is already complete.
-  if (--t_groupDepth == 0) t_group = 0;
+  if (--t_groupDepth == 0) {
+    t_group = 0;
+    if (LiveMode()) {
+      // Live: say where the group ends, so the simulator launches it without waiting for the
+      // program's next call on that device (which may come only after other answers).
+      for (int d = 0; d < 64; ++d)
+        if (t_groupDevices & (1ull << d)) Line(d, "host").Str("name", "ncclGroupEnd").Commit();
+      t_groupDevices = 0;
+      return FinishInits();
+    }
+    t_groupDevices = 0;
+  }
   return ncclSuccess;
 }
 

@@ -64,6 +64,7 @@ Recorder& R() {
 }
 
 bool g_on = false;
+bool g_live = false;  // gpusim run: lines go to the simulator, not to files
 std::atomic<uint64_t> g_threads{0};
 thread_local uint64_t t_id = 0;  // process-unique thread number (TLS addresses get reused)
 thread_local ThreadSlot* t_slot[kMaxDevices];
@@ -239,6 +240,11 @@ __attribute__((constructor)) void InitRecorder() {
   if (const char* rank = getenv("GPUSIM_RANK")) r.envRank = atoi(rank);
   if (const char* ws = getenv("GPUSIM_WORLD_SIZE")) r.worldSize = atoi(ws);
   if (const char* src = getenv("GPUSIM_RANK_SOURCE")) r.rankFromEnv = strcmp(src, "env") == 0 && r.envRank >= 0;
+  if (LiveMode()) {
+    g_on = g_live = true;
+    pthread_atfork(nullptr, nullptr, AtForkChild);
+    return;
+  }
   const char* dir = getenv("GPUSIM_RECORD_DIR");
   if (!dir || !*dir) return;
   mkdir(dir, 0755);  // the launcher creates it; a plain run may not have
@@ -366,12 +372,9 @@ Line& Line::Raw(const char* fragment, size_t len) {
   return *this;
 }
 
-void Line::Commit() {
-  if (!g_on) return;
-  int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
-  RankLog* log = GetLog(dev);
-  uint64_t now = NowNs();
-  std::lock_guard<std::mutex> lock(log->mu);
+// The calling thread's slot in a device's log (its host-thread index there). Caller holds
+// log->mu. Live mode keeps virtual times in lastNs: every slot starts at the job's origin.
+static ThreadSlot* SlotFor(RankLog* log, int dev, uint64_t now) {
   ThreadSlot* slot = t_slot[dev];
   if (!slot) {
     if (t_id == 0) t_id = g_threads.fetch_add(1) + 1;
@@ -379,13 +382,27 @@ void Line::Commit() {
     if (it == log->threads.end()) {
       slot = new ThreadSlot{(int)log->threads.size(), 0};
       // The first thread's first gap is the program's start-up time before its first op.
-      slot->lastNs = slot->index == 0 ? R().startNs : now;
+      slot->lastNs = g_live ? 0 : slot->index == 0 ? R().startNs : now;
       log->threads.emplace(t_id, slot);
     } else {
       slot = it->second;
     }
     t_slot[dev] = slot;
   }
+  return slot;
+}
+
+void Line::Commit() {
+  if (!g_on) return;
+  if (g_live) {
+    CommitLive(false);
+    return;
+  }
+  int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
+  RankLog* log = GetLog(dev);
+  uint64_t now = NowNs();
+  std::lock_guard<std::mutex> lock(log->mu);
+  ThreadSlot* slot = SlotFor(log, dev, now);
   uint64_t gap = now > slot->lastNs ? now - slot->lastNs : 0;
   slot->lastNs = now;
 
@@ -405,6 +422,63 @@ void Line::Commit() {
   }
 }
 
+uint64_t Line::CommitLive(bool wait) {
+  int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
+  RankLog* log = GetLog(dev);
+  uint64_t v = VClockTick();
+  std::string line;
+  {
+    std::lock_guard<std::mutex> lock(log->mu);
+    ThreadSlot* slot = SlotFor(log, dev, v);
+    // The op issues v - lastNs after this device's previous op of this thread: the engine
+    // replays exactly the virtual timeline the program saw.
+    uint64_t gap = v > slot->lastNs ? v - slot->lastNs : 0;
+    slot->lastNs = v;
+    line.reserve(len_ + 64);
+    line += "{\"op\":\"";
+    line += op_;
+    line += "\",\"t\":";
+    AppendU64(line, (unsigned)slot->index);
+    line += ",\"cpu_us\":";
+    AppendUs(line, gap);
+    line.append(body_->data(), len_);
+    line += "}";
+    ++log->ops;
+  }
+  return LiveSend(dev, line, wait);
+}
+
+uint64_t Line::CommitDeferred() {
+  if (!g_on) return 0;
+  if (!g_live) {
+    Commit();
+    return 0;
+  }
+  return CommitLive(true);
+}
+
+bool Line::FinishWait(int device, uint64_t seq, LiveAnswer* out) {
+  if (!g_live) {
+    out->ok = false;
+    return false;
+  }
+  if (!LiveWait(seq, out)) return false;
+  int dev = device >= 0 && device < kMaxDevices ? device : 0;
+  VClockResume(out->timeNs);
+  // This thread's next op on the device issues relative to the time the call returned.
+  if (ThreadSlot* slot = t_slot[dev]) {
+    std::lock_guard<std::mutex> lock(GetLog(dev)->mu);
+    slot->lastNs = out->timeNs;
+  }
+  return true;
+}
+
+bool Line::CommitAndWait(LiveAnswer* out) {
+  int dev = device_;
+  uint64_t seq = CommitDeferred();
+  return FinishWait(dev, seq, out);
+}
+
 void BindRank(int device, int rank, int worldSize) {
   if (device < 0 || device >= kMaxDevices) return;
   Recorder& r = R();
@@ -417,7 +491,7 @@ void BindRank(int device, int rank, int worldSize) {
 
 void FlushTrace() {
   Recorder& r = R();
-  if (!g_on) return;
+  if (!g_on || g_live) return;
   std::lock_guard<std::mutex> rlock(r.mu);
   std::vector<std::pair<int, std::string>> mine;
   for (auto& l : r.logs) {

@@ -39,6 +39,7 @@ GPUSIM_EXPORT const GpuConfig& Gpu();
 GPUSIM_EXPORT int DeviceCount();
 // Current device of the calling host thread (cudaSetDevice is per thread, as in CUDA).
 GPUSIM_EXPORT int CurrentDevice();
+// The real monotonic clock in ns (the shim's own measurements never read virtual time).
 GPUSIM_EXPORT uint64_t NowNs();
 // Prints "gpusim: <what>" to stderr the first time a given string is passed.
 GPUSIM_EXPORT void WarnOnce(const char* what);
@@ -59,6 +60,28 @@ GPUSIM_EXPORT bool ResolveStream(cudaStream_t s, StreamRef* out, bool perThreadD
 GPUSIM_EXPORT cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record);
 GPUSIM_EXPORT cudaError_t DeviceFree(void* ptr, bool record);
 
+// ---- live mode (live.cc, vclock.cc) ----
+
+// What the simulator answered to a blocking call.
+struct LiveAnswer {
+  bool ok = false;
+  uint64_t timeNs = 0;  // simulated time the call returns
+  long long value = 0;  // queries: 1 ready / 0 not ready; elapsed time: ns, or -1 not ready
+  std::string error;
+};
+// Running under `gpusim run` (GPUSIM_LIVE_SOCKET set), in a rank process (not a forked child).
+GPUSIM_EXPORT bool LiveMode();
+// Sends one op line for `device`; with `wait`, returns the sequence number to LiveWait for
+// (0: not sent, the simulator is gone).
+GPUSIM_EXPORT uint64_t LiveSend(int device, const std::string& json, bool wait);
+// Waits for the answer to a W line; false (with a message printed) when it cannot come.
+GPUSIM_EXPORT bool LiveWait(uint64_t seq, LiveAnswer* out);
+// Virtual clock of the calling thread (vclock.cc): advance by the host time since the last
+// call and return it; set it to an answer's time.
+GPUSIM_EXPORT bool LiveClock();
+GPUSIM_EXPORT uint64_t VClockTick();
+GPUSIM_EXPORT void VClockResume(uint64_t t);
+
 // ---- recorder (recorder.cc) ----
 
 GPUSIM_EXPORT bool Recording();
@@ -77,8 +100,17 @@ class GPUSIM_EXPORT Line {
   // Appends an already formatted fragment (it must start with ',').
   Line& Raw(const char* fragment, size_t len);
   void Commit();
+  // Live mode: commits the line as a call that waits for the simulator's answer and waits for
+  // it (the thread's virtual clock and this device's issue time move to the answer's time).
+  // Outside live mode: Commit() and returns false with out->ok = false.
+  bool CommitAndWait(LiveAnswer* out);
+  // Live mode, for calls that wait for several answers at once (grouped NCCL inits): sends
+  // now and returns the sequence number; FinishWait collects it.
+  uint64_t CommitDeferred();
+  static bool FinishWait(int device, uint64_t seq, LiveAnswer* out);
 
  private:
+  uint64_t CommitLive(bool wait);
   char* Reserve(size_t n);  // room for n more bytes; returns the write position
   void Put(const char* s, size_t n);
   void Key(const char* key);

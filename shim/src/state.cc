@@ -75,11 +75,6 @@ int DeviceCount() { return Cfg().devices; }
 int CurrentDevice() { return t_device; }
 void SetCurrentDevice(int device) { t_device = device; }
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void WarnOnce(const char* what) {
   static std::mutex mu;

@@ -117,6 +117,12 @@ cudaError_t SyncStream(cudaStream_t stream, bool ptsz, bool query) {
     Line l(s.device, "stream_sync");
     l.Int("stream", s.id);
     if (query) l.Bool("query", true);  // a completed cudaStreamQuery: the host saw the stream idle
+    if (LiveMode()) {
+      // Live: the simulator answers when the stream is done (or, for a query, whether it is).
+      LiveAnswer a;
+      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
+      return query && a.value == 0 ? cudaErrorNotReady : cudaSuccess;
+    }
     l.Commit();
   }
   return cudaSuccess;
@@ -360,6 +366,11 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
     Line l(device, "event_sync");
     l.U64("event", id);
     if (query) l.Bool("query", true);
+    if (LiveMode()) {
+      LiveAnswer a;
+      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
+      return query && a.value == 0 ? cudaErrorNotReady : cudaSuccess;
+    }
     l.Commit();
   }
   return cudaSuccess;
@@ -376,7 +387,19 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   if (!a || !b) return Ret(cudaErrorInvalidResourceHandle);
   if ((a->flags | b->flags) & cudaEventDisableTiming) return Ret(cudaErrorInvalidResourceHandle);
   if (!a->recorded || !b->recorded) return Ret(cudaErrorInvalidResourceHandle);
-  // Emulation: host time between the two records (live mode will return simulated time).
+  if (LiveMode()) {
+    // Live: the simulated completion times of the two records, asked at this instant.
+    if (a->device != b->device) return Ret(cudaErrorInvalidResourceHandle);
+    Line l(a->device, "host");
+    l.Str("name", "cudaEventElapsedTime").Bool("query", true).U64("event", a->id).U64("end_event", b->id);
+    lock.unlock();
+    LiveAnswer ans;
+    if (!l.CommitAndWait(&ans)) return Ret(cudaErrorUnknown);
+    if (ans.value < 0) return Ret(cudaErrorNotReady);
+    *ms = (float)((double)ans.value / 1e6);
+    return cudaSuccess;
+  }
+  // Emulation: host time between the two records.
   *ms = (float)((double)((int64_t)(b->ns - a->ns)) / 1e6);
   return cudaSuccess;
 }
@@ -384,6 +407,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 // ---- device-wide ----
 
 cudaError_t cudaDeviceSynchronize(void) {
+  if (LiveMode()) {
+    LiveAnswer a;
+    return Line(CurrentDevice(), "device_sync").CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+  }
   if (Recording()) Line(CurrentDevice(), "device_sync").Commit();
   return cudaSuccess;
 }

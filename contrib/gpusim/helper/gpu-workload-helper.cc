@@ -61,16 +61,35 @@ GpuWorkloadHelper::Install(std::shared_ptr<const gpusim::JobTrace> job,
                            Time start,
                            const std::vector<uint32_t>& rankToGpu)
 {
+    Ptr<NcclWorld> world = m_world.Create<NcclWorld>();
+    Ptr<GpuWorkload> w = m_workload.Create<GpuWorkload>();
+    w->Install(std::move(job), gpus, m_backend, MakeCostModel(), world, rankToGpu);
+    w->Start(start);
+    return w;
+}
+
+Ptr<GpuWorkload>
+GpuWorkloadHelper::InstallFeed(Ptr<OpFeed> feed,
+                               const NodeContainer& gpus,
+                               Time start,
+                               const std::vector<uint32_t>& rankToGpu)
+{
+    Ptr<NcclWorld> world = m_world.Create<NcclWorld>();
+    Ptr<GpuWorkload> w = m_workload.Create<GpuWorkload>();
+    w->InstallFeed(feed, gpus, m_backend, MakeCostModel(), world, rankToGpu);
+    w->Start(start);
+    return w;
+}
+
+Ptr<KernelCostModel>
+GpuWorkloadHelper::MakeCostModel() const
+{
     Ptr<KernelCostModel> cost = m_costModel.Create<KernelCostModel>();
     for (const auto& [re, f] : m_scales)
     {
         cost->AddKernelScale(re, f);
     }
-    Ptr<NcclWorld> world = m_world.Create<NcclWorld>();
-    Ptr<GpuWorkload> w = m_workload.Create<GpuWorkload>();
-    w->Install(std::move(job), gpus, m_backend, cost, world, rankToGpu);
-    w->Start(start);
-    return w;
+    return cost;
 }
 
 } // namespace ns3

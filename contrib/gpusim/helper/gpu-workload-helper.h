@@ -41,8 +41,16 @@ class GpuWorkloadHelper
                              const NodeContainer& gpus,
                              Time start = Seconds(0),
                              const std::vector<uint32_t>& rankToGpu = {});
+    /// Installs a job whose ops arrive while it runs (a LiveJobSource, or a TraceOpFeed
+    /// replaying a live run) and schedules its start at `start`.
+    Ptr<GpuWorkload> InstallFeed(Ptr<OpFeed> feed,
+                                 const NodeContainer& gpus,
+                                 Time start = Seconds(0),
+                                 const std::vector<uint32_t>& rankToGpu = {});
 
   private:
+    Ptr<KernelCostModel> MakeCostModel() const;
+
     Ptr<NetworkBackend> m_backend;
     ObjectFactory m_costModel;
     ObjectFactory m_world;

@@ -31,9 +31,6 @@ namespace ns3
 namespace gpusim
 {
 
-namespace
-{
-
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us"};
@@ -112,6 +109,9 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     }
 }
 
+namespace
+{
+
 double
 BusFactor(CollKind k, uint32_t n)
 {
@@ -138,6 +138,8 @@ PrintUsage(std::ostream& os)
           "  simulate     simulate a gpusim trace directory (manifest.json + rank-N.jsonl)\n"
           "  replay       replay PyTorch profiler (Kineto) traces on the engine\n"
           "  record       run a CUDA/NCCL program on the shim and write its trace directory\n"
+          "  run          run a CUDA/NCCL program live on the simulated cluster (its own timers\n"
+          "               read simulated time)\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -547,50 +549,28 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
         ConfigureNccl(o, helper);
-        const std::string cm = o.Get("cost-model", "recorded");
-        if (cm != "recorded" && cm != "roofline")
+        ConfigureWorkload(o, helper);
+        // A live run's recording replays through the same op-feed path the live run took, so
+        // the results are identical (doc/live-mode.md).
+        const bool live = job->metadata.count("mode") && job->metadata.at("mode") == "live";
+        Ptr<GpuWorkload> w;
+        if (live)
         {
-            throw UsageError("--cost-model must be recorded or roofline");
+            Ptr<TraceOpFeed> feed = CreateObject<TraceOpFeed>();
+            feed->SetJob(ReadJobTrace(o.Positional().front())); // unshared, as recorded
+            w = helper.InstallFeed(feed, gpus);
         }
-        helper.SetCostModel(cm == "recorded" ? "ns3::RecordedDurationCostModel"
-                                             : "ns3::RooflineCostModel");
-        if (o.Has("kernel-table"))
+        else
         {
-            UseKernelTable(helper, o.Get("kernel-table", ""), cm == "recorded");
+            w = helper.Install(job, gpus);
         }
-        if (o.Has("scale-kernels"))
-        {
-            const std::string s = o.Get("scale-kernels", "");
-            auto eq = s.rfind('=');
-            if (eq == std::string::npos)
-            {
-                throw UsageError("--scale-kernels expects REGEX=FACTOR");
-            }
-            helper.AddKernelScale(s.substr(0, eq), std::stod(s.substr(eq + 1)));
-        }
-        helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(o.Has("trace")));
-        Ptr<GpuWorkload> w = helper.Install(job, gpus);
         Simulator::Run();
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
             << o.Positional().front() << " (" << job->source << ")\n";
         out << dedupLine << KernelTableSummary(*w);
         out << "# cluster: " << DescribeCluster(spec) << "\n";
-        out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
-               "exposed_comm   overlap      idle\n";
-        for (const auto& it : w->GetIterations())
-        {
-            char recorded[32] = "-";
-            if (it.recordedUs >= 0)
-            {
-                std::snprintf(recorded, sizeof(recorded), "%.1f", it.recordedUs);
-            }
-            char line[256];
-            std::snprintf(line, sizeof(line), "%7u  %-22s %12.1f  %11s  %12.1f  %12.1f  %8.1f  %8.1f\n",
-                          it.rank, it.name.c_str(), (it.end - it.start).GetNanoSeconds() / 1e3,
-                          recorded, it.computeOnlyUs, it.commOnlyUs, it.overlapUs, it.idleUs);
-            out << line;
-        }
+        PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
         for (const auto& e : rep.errors)
         {
@@ -629,6 +609,53 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
     }
 }
 
+void
+ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper)
+{
+    const std::string cm = o.Get("cost-model", "recorded");
+    if (cm != "recorded" && cm != "roofline")
+    {
+        throw UsageError("--cost-model must be recorded or roofline");
+    }
+    helper.SetCostModel(cm == "recorded" ? "ns3::RecordedDurationCostModel"
+                                         : "ns3::RooflineCostModel");
+    if (o.Has("kernel-table"))
+    {
+        UseKernelTable(helper, o.Get("kernel-table", ""), cm == "recorded");
+    }
+    if (o.Has("scale-kernels"))
+    {
+        const std::string s = o.Get("scale-kernels", "");
+        auto eq = s.rfind('=');
+        if (eq == std::string::npos)
+        {
+            throw UsageError("--scale-kernels expects REGEX=FACTOR");
+        }
+        helper.AddKernelScale(s.substr(0, eq), std::stod(s.substr(eq + 1)));
+    }
+    helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(o.Has("trace")));
+}
+
+void
+PrintIterations(std::ostream& out, const GpuWorkload& w)
+{
+    out << "#  rank  iteration               simulated_us  recorded_us  exposed_comp  "
+           "exposed_comm   overlap      idle\n";
+    for (const auto& it : w.GetIterations())
+    {
+        char recorded[32] = "-";
+        if (it.recordedUs >= 0)
+        {
+            std::snprintf(recorded, sizeof(recorded), "%.1f", it.recordedUs);
+        }
+        char line[256];
+        std::snprintf(line, sizeof(line), "%7u  %-22s %12.1f  %11s  %12.1f  %12.1f  %8.1f  %8.1f\n",
+                      it.rank, it.name.c_str(), (it.end - it.start).GetNanoSeconds() / 1e3,
+                      recorded, it.computeOnlyUs, it.commOnlyUs, it.overlapUs, it.idleUs);
+        out << line;
+    }
+}
+
 int
 GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
@@ -654,6 +681,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "record")
     {
         return RecordCommand(rest, out, err);
+    }
+    if (cmd == "run")
+    {
+        return RunCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {

@@ -5,7 +5,13 @@
 #ifndef GPUSIM_GPUSIM_COMMANDS_H
 #define GPUSIM_GPUSIM_COMMANDS_H
 
+#include "ns3/cli-options.h"
+#include "ns3/cluster-topology.h"
+#include "ns3/gpu-workload-helper.h"
+#include "ns3/network-backend.h"
+
 #include <iosfwd>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,9 +20,23 @@ namespace ns3
 namespace gpusim
 {
 
+/// Options MakeBackend() and ConfigureNccl() read.
+extern const std::set<std::string> kNcclOptions;
+/// The network backend chosen by --backend (flow | packet, with --cc, --queue, --mtu ...).
+Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
+/// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes.
+void ConfigureNccl(const Options& o, GpuWorkloadHelper& h);
+/// Cost model and what-ifs from --cost-model, --kernel-table, --scale-kernels; --trace keeps
+/// network transfers for the trace.
+void ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper);
+/// The per-rank iteration table `simulate` and `run` print.
+void PrintIterations(std::ostream& out, const GpuWorkload& w);
+
 /// argv[0] is the subcommand name's first argument (not the program or subcommand name).
 int CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+/// gpusim run (live mode, doc/live-mode.md).
+int RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 /// Dispatches `gpusim <command> ...`; args excludes the program name.
 int GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -1,7 +1,9 @@
 #include "ns3/cuda-context.h"
 
 #include "ns3/log.h"
+#include "ns3/host-first-scheduler.h"
 #include "ns3/nccl-collective.h"
+#include "ns3/op-feed.h"
 #include "ns3/simulator.h"
 
 #include <memory>
@@ -46,6 +48,7 @@ HostThread::DoDispose()
 {
     m_context = nullptr;
     m_ops.clear();
+    m_feed = nullptr;
     Object::DoDispose();
 }
 
@@ -58,10 +61,134 @@ HostThread::Setup(CudaContext* context, uint32_t index, std::vector<const Op*> o
 }
 
 void
+HostThread::SetupFeed(CudaContext* context, uint32_t index, Ptr<OpFeed> feed)
+{
+    m_context = context;
+    m_index = index;
+    m_feed = feed;
+}
+
+void
 HostThread::Start()
 {
     m_started = true;
+    if (m_feed)
+    {
+        FeedNext();
+        return;
+    }
     Simulator::ScheduleNow(&HostThread::Advance, this);
+}
+
+void
+HostThread::StartFrom(Time origin)
+{
+    m_hasOrigin = true;
+    m_origin = origin;
+    Start();
+}
+
+void
+HostThread::ScheduleHostStep(Time at, std::function<void()> step)
+{
+    Time delay = at - Simulator::Now();
+    if (delay.IsNegative())
+    {
+        // Only a thread first seen after its start instant can get here (counted and warned
+        // about by the live source); it issues now.
+        delay = Seconds(0);
+    }
+    Ptr<EventImpl> ev(MakeEvent(std::move(step)), false);
+    HostFirstScheduler::TagHostEvent(PeekPointer(ev),
+                                     (uint64_t(m_context->GetRank()) << 32) | m_index);
+    Simulator::Schedule(delay, ev);
+}
+
+void
+HostThread::FeedNext()
+{
+    m_readySince = m_hasOrigin ? m_origin : Simulator::Now();
+    m_hasOrigin = false;
+    Op* op = nullptr;
+    OpFeed::State st = m_feed->Next(m_context->GetRank(), m_index, op);
+    if (st == OpFeed::State::Pending)
+    {
+        m_feed->WhenReady(m_context->GetRank(), m_index, m_readySince, !m_group.empty(),
+                          [this]() { OnFed(); });
+        return;
+    }
+    PlanNext(static_cast<int>(st), op);
+}
+
+void
+HostThread::OnFed()
+{
+    Op* op = nullptr;
+    OpFeed::State st = m_feed->Next(m_context->GetRank(), m_index, op);
+    NS_ASSERT(st != OpFeed::State::Pending);
+    PlanNext(static_cast<int>(st), op);
+}
+
+void
+HostThread::PlanNext(int state, Op* op)
+{
+    const bool ended = state == static_cast<int>(OpFeed::State::Ended);
+    const bool closesGroup =
+        !m_group.empty() &&
+        (ended || !(op->kind == OpKind::Collective && op->group == m_group.front()->group));
+    auto plan = [this, ended, op]() {
+        if (ended)
+        {
+            FeedFinish();
+            return;
+        }
+        ScheduleHostStep(m_readySince + MicroSecondsToTime(op->cpuUs),
+                         [this, op]() { FeedIssue(op); });
+    };
+    if (closesGroup)
+    {
+        // The open ncclGroup launches when the thread moves past it, at m_readySince; its own
+        // step keeps that launch in the same place whether the op came early or late.
+        ScheduleHostStep(m_readySince, [this, plan]() {
+            IssueGroup();
+            plan();
+        });
+        return;
+    }
+    plan();
+}
+
+void
+HostThread::FeedIssue(const Op* op)
+{
+    m_ops.push_back(op); // kept for DescribeState
+    m_next = m_ops.size();
+    if (op->kind == OpKind::Collective && op->group != 0)
+    {
+        m_group.push_back(op);
+        FeedNext();
+        return;
+    }
+    const bool query =
+        op->query && (op->kind == OpKind::StreamSync || op->kind == OpKind::EventSync ||
+                      op->kind == OpKind::HostWork);
+    const int64_t answer = query ? ResolveQuery(*op) : 0;
+    if (Issue(*op))
+    {
+        m_waitingOp = op;
+        return;
+    }
+    Return(*op, answer);
+    FeedNext();
+}
+
+void
+HostThread::FeedFinish()
+{
+    m_finished = true;
+    m_finishTime = m_readySince; // its last op's return, however late the end was noticed
+    NS_LOG_INFO("rank " << m_context->GetRank() << " thread " << m_index << " finished at "
+                        << m_finishTime);
 }
 
 bool
@@ -87,7 +214,64 @@ HostThread::Resume()
 {
     m_blocked = false;
     m_blockedOn.clear();
+    if (m_feed)
+    {
+        const Op* op = m_waitingOp;
+        m_waitingOp = nullptr;
+        if (op)
+        {
+            Return(*op, 0); // first: the program's next op depends on this answer
+        }
+        FeedNext();
+        return;
+    }
     Advance();
+}
+
+void
+HostThread::Return(const Op& op, int64_t value)
+{
+    if (m_feed)
+    {
+        m_feed->Returned(m_context->GetRank(), m_index, op, value);
+    }
+}
+
+int64_t
+HostThread::ResolveQuery(const Op& op)
+{
+    CudaContext* ctx = m_context;
+    if (op.kind == OpKind::HostWork)
+    {
+        // cudaEventElapsedTime(event, token): both events' latest records must be complete.
+        Time a;
+        Time b;
+        if (!ctx->EventCompletionTime(op.event, ctx->LatestEventVersion(op.event), a) ||
+            !ctx->EventCompletionTime(op.token, ctx->LatestEventVersion(op.token), b))
+        {
+            return -1;
+        }
+        return (b - a).GetNanoSeconds();
+    }
+    bool ready;
+    if (op.kind == OpKind::StreamSync)
+    {
+        Ptr<CudaStream> s = ctx->GetStream(op.stream);
+        ready = s->GetCompletedSeq() >= s->GetEnqueuedSeq();
+    }
+    else
+    {
+        ready = ctx->IsEventDone(op.event, ctx->LatestEventVersion(op.event));
+    }
+    if (!ready)
+    {
+        // The feed owns its ops: the poll stays in the trace as the host time it cost.
+        Op& poll = const_cast<Op&>(op);
+        poll.name = op.kind == OpKind::StreamSync ? "cudaStreamQuery" : "cudaEventQuery";
+        poll.kind = OpKind::HostWork;
+        poll.query = false;
+    }
+    return ready ? 1 : 0;
 }
 
 void
@@ -231,7 +415,14 @@ HostThread::Issue(const Op& op)
         ctx->Free(op.ptr);
         return false;
     case OpKind::CommInit:
-        return false; // membership is wired at install time
+        // Live mode: NCCL init returns once every member has joined (a rendezvous); otherwise
+        // membership was wired at install time and init costs only host time.
+        if (ctx->OnCommInit(op, resume))
+        {
+            block("comm_init of " + op.comm + " (waiting for the other ranks to join)");
+            return true;
+        }
+        return false;
     case OpKind::Collective: {
         StreamItem item;
         item.type = StreamItem::Type::Collective;
@@ -356,6 +547,27 @@ CudaContext::Load(const gpusim::RankTrace& trace)
     }
 }
 
+Ptr<HostThread>
+CudaContext::AddFeedThread(uint32_t index, Ptr<OpFeed> feed)
+{
+    Ptr<HostThread> t = CreateObject<HostThread>();
+    t->SetupFeed(this, index, feed);
+    m_threads.push_back(t);
+    return t;
+}
+
+void
+CudaContext::SetCommInitHandler(CommInitHandler h)
+{
+    m_commInitHandler = std::move(h);
+}
+
+bool
+CudaContext::OnCommInit(const Op& op, std::function<void()> resume)
+{
+    return m_commInitHandler ? m_commInitHandler(op, std::move(resume)) : false;
+}
+
 void
 CudaContext::StartThreads()
 {
@@ -464,12 +676,30 @@ CudaContext::CompleteEvent(uint64_t event, uint64_t version)
 {
     EventState& e = m_events[event];
     e.done.insert(version);
+    e.doneAt[version] = Simulator::Now();
     auto range = e.waiters.equal_range(version);
     for (auto it = range.first; it != range.second; ++it)
     {
         Simulator::ScheduleNow(std::move(it->second));
     }
     e.waiters.erase(range.first, range.second);
+}
+
+bool
+CudaContext::EventCompletionTime(uint64_t event, uint64_t version, Time& at) const
+{
+    auto it = m_events.find(event);
+    if (version == 0 || it == m_events.end())
+    {
+        return false;
+    }
+    auto d = it->second.doneAt.find(version);
+    if (d == it->second.doneAt.end())
+    {
+        return false;
+    }
+    at = d->second;
+    return true;
 }
 
 void

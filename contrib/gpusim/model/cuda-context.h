@@ -24,6 +24,7 @@ namespace ns3
 
 class CudaContext;
 class NcclCollective;
+class OpFeed;
 
 /// A marker seen by a host thread (iteration boundaries and annotations).
 struct MarkerRecord
@@ -42,8 +43,14 @@ class HostThread : public Object
     ~HostThread() override;
 
     void Setup(CudaContext* context, uint32_t index, std::vector<const gpusim::Op*> ops);
+    /// Takes ops from a feed while running (live mode and its replay) instead of a list.
+    void SetupFeed(CudaContext* context, uint32_t index, Ptr<OpFeed> feed);
     /// Starts issuing ops at the current simulated time.
     void Start();
+    /// Starts a thread that appears while the simulation runs: its first op's host time counts
+    /// from `origin` (the job's time origin), so it issues at the same instant it would had the
+    /// thread been known from the start (or now, if that instant has passed).
+    void StartFrom(Time origin);
     bool IsFinished() const;
     Time GetFinishTime() const;
     uint32_t GetIndex() const;
@@ -59,8 +66,28 @@ class HostThread : public Object
     bool Issue(const gpusim::Op& op);
     void IssueGroup();
     void Resume();
+    /// Answers a query op (stream/event query, elapsed time) from the current state; a stream
+    /// or event query that is not ready becomes host time (the program polled and went on).
+    int64_t ResolveQuery(const gpusim::Op& op);
+    /// Tells the feed the program's call behind `op` returns now.
+    void Return(const gpusim::Op& op, int64_t value);
 
     CudaContext* m_context = nullptr;
+    // Feed mode (live runs and their replays): every op is issued by its own host step, an
+    // event tagged for HostFirstScheduler, so the order of events does not depend on when the
+    // program sent the op.
+    void FeedNext();
+    void OnFed();
+    void PlanNext(int state, gpusim::Op* op);
+    void FeedIssue(const gpusim::Op* op);
+    void FeedFinish();
+    void ScheduleHostStep(Time at, std::function<void()> step);
+
+    Ptr<OpFeed> m_feed;           //!< live source of ops (null: m_ops is the whole list)
+    Time m_readySince;            //!< feed mode: when the thread became ready for its next op
+    bool m_hasOrigin = false;     //!< first op's host time counts from m_origin
+    Time m_origin;
+    const gpusim::Op* m_waitingOp = nullptr; //!< blocking op whose return the feed awaits
     uint32_t m_index = 0;
     std::vector<const gpusim::Op*> m_ops;
     size_t m_next = 0;
@@ -87,7 +114,16 @@ class CudaContext : public Object
 
     /// Creates host threads from the rank's ops (grouped by Op::thread) and starts them.
     void Load(const gpusim::RankTrace& trace);
+    /// Adds a host thread fed op by op (live mode); returns it (not started).
+    Ptr<HostThread> AddFeedThread(uint32_t index, Ptr<OpFeed> feed);
     void StartThreads();
+
+    /// comm_init handler (live mode): wires the rank into the communicator and returns true
+    /// if the host thread must wait (resume() is called when every member has arrived).
+    using CommInitHandler = std::function<bool(const gpusim::Op&, std::function<void()> resume)>;
+    void SetCommInitHandler(CommInitHandler h);
+    /// Runs the handler; false when none is set (membership wired at install time).
+    bool OnCommInit(const gpusim::Op& op, std::function<void()> resume);
 
     /// The stream with this id, created (blocking, priority 0) on first use.
     Ptr<CudaStream> GetStream(int64_t id);
@@ -101,6 +137,8 @@ class CudaContext : public Object
     uint64_t LatestEventVersion(uint64_t event) const;
     bool IsEventDone(uint64_t event, uint64_t version) const;
     void CompleteEvent(uint64_t event, uint64_t version);
+    /// When a recorded version of an event completed; false if it has not (or never will).
+    bool EventCompletionTime(uint64_t event, uint64_t version, Time& at) const;
     void WhenEventDone(uint64_t event, uint64_t version, std::function<void()> cb);
 
     // Cross-thread dependencies.
@@ -139,6 +177,7 @@ class CudaContext : public Object
     {
         uint64_t issued = 0;
         std::set<uint64_t> done;
+        std::map<uint64_t, Time> doneAt; //!< version -> completion time
         std::multimap<uint64_t, std::function<void()>> waiters;
     };
 
@@ -154,6 +193,7 @@ class CudaContext : public Object
     std::map<std::string, Ptr<NcclCollective>> m_comms;
     std::vector<Ptr<HostThread>> m_threads;
     std::vector<MarkerRecord> m_markers;
+    CommInitHandler m_commInitHandler;
 };
 
 } // namespace ns3

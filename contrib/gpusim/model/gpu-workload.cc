@@ -3,6 +3,7 @@
 #include "ns3/boolean.h"
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
+#include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -157,6 +158,12 @@ GpuWorkload::DoDispose()
     }
     m_world = nullptr;
     m_backend = nullptr;
+    if (m_feed)
+    {
+        m_feed->SetNewThreadCallback(nullptr);
+    }
+    m_feed = nullptr;
+    m_rendezvous.clear();
     Object::DoDispose();
 }
 
@@ -180,20 +187,8 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
     }
     for (uint32_t r = 0; r < n; ++r)
     {
-        const uint32_t idx = rankToGpu.empty() ? r : rankToGpu[r];
-        if (idx >= gpus.GetN())
-        {
-            throw std::runtime_error("the job has " + std::to_string(n) +
-                                     " ranks but the cluster has only " +
-                                     std::to_string(gpus.GetN()) + " GPUs");
-        }
-        Ptr<GpuNode> node = DynamicCast<GpuNode>(gpus.Get(idx));
-        if (!node)
-        {
-            throw std::runtime_error("node " + std::to_string(idx) + " is not a GpuNode");
-        }
-        Ptr<CudaContext> ctx = CreateObject<CudaContext>();
-        ctx->Setup(node, r, costModel);
+        Ptr<CudaContext> ctx = MakeContext(gpus, r, n, rankToGpu, costModel);
+        Ptr<GpuNode> node = ctx->GetNode();
         // A rank sharing another's op list (ShareIdenticalRanks) runs those ops; its own
         // vector keeps only its comm_init lines, read below.
         const int32_t from = m_job->ranks[r].opsFrom;
@@ -203,7 +198,6 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
                                      std::to_string(from) + ", which has none of its own");
         }
         ctx->Load(m_job->ranks[from >= 0 ? from : r]);
-        ctx->TraceConnectWithoutContext("Activity", MakeCallback(&GpuWorkload::OnActivity, this));
         for (const Op& op : m_job->ranks[r].ops)
         {
             if (op.kind != OpKind::CommInit)
@@ -250,9 +244,126 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
     }
 }
 
+Ptr<CudaContext>
+GpuWorkload::MakeContext(const NodeContainer& gpus,
+                         uint32_t r,
+                         uint32_t n,
+                         const std::vector<uint32_t>& rankToGpu,
+                         Ptr<KernelCostModel> costModel)
+{
+    const uint32_t idx = rankToGpu.empty() ? r : rankToGpu[r];
+    if (idx >= gpus.GetN())
+    {
+        throw std::runtime_error("the job has " + std::to_string(n) +
+                                 " ranks but the cluster has only " +
+                                 std::to_string(gpus.GetN()) + " GPUs");
+    }
+    Ptr<GpuNode> node = DynamicCast<GpuNode>(gpus.Get(idx));
+    if (!node)
+    {
+        throw std::runtime_error("node " + std::to_string(idx) + " is not a GpuNode");
+    }
+    Ptr<CudaContext> ctx = CreateObject<CudaContext>();
+    ctx->Setup(node, r, costModel);
+    ctx->TraceConnectWithoutContext("Activity", MakeCallback(&GpuWorkload::OnActivity, this));
+    return ctx;
+}
+
+void
+GpuWorkload::InstallFeed(Ptr<OpFeed> feed,
+                         const NodeContainer& gpus,
+                         Ptr<NetworkBackend> backend,
+                         Ptr<KernelCostModel> costModel,
+                         Ptr<NcclWorld> world,
+                         const std::vector<uint32_t>& rankToGpu)
+{
+    // Host steps must keep their canonical order among events of one instant (live runs and
+    // their replays then process the same events in the same order).
+    ObjectFactory scheduler;
+    scheduler.SetTypeId("ns3::HostFirstScheduler");
+    Simulator::SetScheduler(scheduler);
+    m_feed = feed;
+    m_backend = backend;
+    m_world = world;
+    m_world->SetBackend(backend);
+    const uint32_t n = feed->GetNRanks();
+    if (!rankToGpu.empty() && rankToGpu.size() != n)
+    {
+        throw std::runtime_error("rank-to-GPU map has " + std::to_string(rankToGpu.size()) +
+                                 " entries for " + std::to_string(n) + " ranks");
+    }
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        Ptr<CudaContext> ctx = MakeContext(gpus, r, n, rankToGpu, costModel);
+        for (uint32_t t : feed->KnownThreads(r))
+        {
+            ctx->AddFeedThread(t, feed);
+        }
+        ctx->SetCommInitHandler([this, r](const Op& op, std::function<void()> resume) {
+            return LiveCommInit(r, op, std::move(resume));
+        });
+        m_contexts.push_back(ctx);
+    }
+    // A thread first seen mid-run starts from the job's time origin, like the threads known
+    // at install (a replay of the recording knows them all from the start).
+    feed->SetNewThreadCallback([this](uint32_t rank, uint32_t thread) {
+        m_contexts.at(rank)->AddFeedThread(thread, m_feed)->StartFrom(m_start);
+    });
+    world->TraceConnectWithoutContext("CollectiveCompleted",
+                                      MakeCallback(&GpuWorkload::OnCollective, this));
+    if (m_recordTransfers)
+    {
+        world->TraceConnectWithoutContext("TransferDelivered",
+                                          MakeCallback(&GpuWorkload::OnTransfer, this));
+    }
+}
+
+Ptr<OpFeed>
+GpuWorkload::GetFeed() const
+{
+    return m_feed;
+}
+
+bool
+GpuWorkload::LiveCommInit(uint32_t rank, const Op& op, std::function<void()> resume)
+{
+    Ptr<CudaContext> ctx = m_contexts.at(rank);
+    if (op.nranks <= 0 || op.commRank < 0 || op.commRank >= op.nranks)
+    {
+        ctx->AddError("rank " + std::to_string(rank) + ": comm_init of " + op.comm +
+                      " with rank " + std::to_string(op.commRank) + " of " +
+                      std::to_string(op.nranks));
+        return false;
+    }
+    if (!ctx->GetCommunicator(op.comm))
+    {
+        Ptr<GpuNode> node = ctx->GetNode();
+        Ptr<Communicator> comm =
+            m_world->Join(op.comm, op.nranks, op.commRank, node->GetGpuIndex());
+        Ptr<NcclCollective> app = CreateObject<NcclCollective>();
+        app->Setup(comm, op.commRank);
+        node->AddApplication(app);
+        ctx->AddCommunicator(op.comm, app);
+    }
+    InitRendezvous& rv = m_rendezvous[op.comm];
+    if (++rv.arrived < static_cast<uint32_t>(op.nranks))
+    {
+        rv.waiting.push_back(std::move(resume));
+        return true;
+    }
+    // The last member to arrive releases the others at this instant, in arrival order.
+    for (auto& w : rv.waiting)
+    {
+        Simulator::ScheduleNow(std::move(w));
+    }
+    m_rendezvous.erase(op.comm);
+    return false;
+}
+
 void
 GpuWorkload::Start(Time at)
 {
+    m_start = Simulator::Now() + at;
     for (auto& c : m_contexts)
     {
         Ptr<CudaContext> ctx = c;

@@ -13,8 +13,10 @@
 #include "ns3/network-backend.h"
 #include "ns3/node-container.h"
 #include "ns3/object.h"
+#include "ns3/op-feed.h"
 #include "ns3/op-ir.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +63,15 @@ class GpuWorkload : public Object
                  Ptr<KernelCostModel> costModel,
                  Ptr<NcclWorld> world,
                  const std::vector<uint32_t>& rankToGpu = {});
+    /// Live mode: the ranks' ops come from a feed while the simulation runs. Communicators are
+    /// wired when their comm_init is issued, which returns once every member has joined.
+    void InstallFeed(Ptr<OpFeed> feed,
+                     const NodeContainer& gpus,
+                     Ptr<NetworkBackend> backend,
+                     Ptr<KernelCostModel> costModel,
+                     Ptr<NcclWorld> world,
+                     const std::vector<uint32_t>& rankToGpu = {});
+    Ptr<OpFeed> GetFeed() const;
     /// Schedules every host thread to start at `at`.
     void Start(Time at = Seconds(0));
 
@@ -92,11 +103,27 @@ class GpuWorkload : public Object
     void OnCollective(const CollectiveRecord& r);
     void OnTransfer(const TransferRecord& r);
     void Breakdown(uint32_t rank, IterationRecord& it) const;
+    Ptr<CudaContext> MakeContext(const NodeContainer& gpus,
+                                 uint32_t rank,
+                                 uint32_t nranks,
+                                 const std::vector<uint32_t>& rankToGpu,
+                                 Ptr<KernelCostModel> costModel);
+    bool LiveCommInit(uint32_t rank, const gpusim::Op& op, std::function<void()> resume);
+
+    /// Members of a communicator still waiting in comm_init (live mode).
+    struct InitRendezvous
+    {
+        uint32_t arrived = 0;
+        std::vector<std::function<void()>> waiting;
+    };
 
     std::shared_ptr<const gpusim::JobTrace> m_job;
     std::vector<Ptr<CudaContext>> m_contexts;
     Ptr<NetworkBackend> m_backend;
     Ptr<NcclWorld> m_world;
+    Ptr<OpFeed> m_feed;
+    Time m_start;
+    std::map<std::string, InitRendezvous> m_rendezvous;
     std::vector<StreamActivity> m_activities;
     std::vector<CollectiveRecord> m_collectives;
     std::vector<TransferRecord> m_transfers;

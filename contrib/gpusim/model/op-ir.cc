@@ -396,6 +396,15 @@ ParseOpObject(const LineReader& r)
     case OpKind::ThreadWait:
         op.token = r.Unsigned("token", 0, true);
         break;
+    case OpKind::HostWork:
+        // Live runs: cudaEventElapsedTime(event, end_event) asked of the simulator.
+        op.query = r.Bool("query", false);
+        if (op.query)
+        {
+            op.event = r.Unsigned("event", 0, true);
+            op.token = r.Unsigned("end_event", 0, true);
+        }
+        break;
     case OpKind::Marker: {
         std::string p = r.String("phase", "instant");
         if (!ParseByTable(kPhaseNames, p, op.phase))
@@ -503,6 +512,24 @@ uint32_t
 DataTypeSize(DataType t)
 {
     return kDataTypeSizes[static_cast<size_t>(t)];
+}
+
+Op
+ParseOpLine(const std::string& line, const std::string& where, uint64_t lineNo)
+{
+    static thread_local simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    auto err = parser.parse(line.data(), line.size(), true).get(doc);
+    if (err)
+    {
+        throw TraceFormatError(where, lineNo, std::string("invalid JSON: ") + simdjson::error_message(err));
+    }
+    simdjson::dom::object obj;
+    if (doc.get_object().get(obj) != simdjson::SUCCESS)
+    {
+        throw TraceFormatError(where, lineNo, "each line must be a JSON object");
+    }
+    return ParseOpObject(LineReader(where, lineNo, obj));
 }
 
 RankTrace
@@ -775,6 +802,12 @@ OpToJsonLine(const Op& op)
     case OpKind::ThreadSignal:
     case OpKind::ThreadWait:
         w.Key("token").Uint(op.token);
+        break;
+    case OpKind::HostWork:
+        if (op.query)
+        {
+            w.Key("query").Bool(true).Key("event").Uint(op.event).Key("end_event").Uint(op.token);
+        }
         break;
     case OpKind::Marker:
         w.Key("phase").String(kPhaseNames[static_cast<size_t>(op.phase)]);

@@ -1,0 +1,265 @@
+/*
+ * `gpusim run`: live mode. The program runs on the shim as N processes while the simulator
+ * answers its blocking calls with simulated time (LiveJobSource); what the program prints is
+ * the simulated cluster's truth. See doc/live-mode.md.
+ */
+#include "ns3/cli-options.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/gpusim-commands.h"
+#include "ns3/json-writer.h"
+#include "ns3/live-job-source.h"
+#include "ns3/record-command.h"
+#include "ns3/double.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+
+void
+PrintRunUsage(std::ostream& os)
+{
+    os << "usage: gpusim run [--preset NAME | --cluster FILE] [cluster and NCCL options as for\n"
+          "       'collective'] [--gpus N] [--devices-per-process D] [--out DIR]\n"
+          "       [--sync conservative] [--host-time measured|fixed:US] [--timeout S]\n"
+          "       [--cost-model recorded|roofline] [--kernel-table FILE] [--scale-kernels RE=F]\n"
+          "       [--json FILE] [--trace FILE] -- PROGRAM [ARGS...]\n"
+          "\n"
+          "Runs N/D processes of PROGRAM on the gpusim shim, each driving D GPUs of the simulated\n"
+          "cluster (default: every GPU of the cluster, one per process). Its synchronising calls\n"
+          "return at simulated time and its clocks read simulated time. '{rank}', '{local_rank}'\n"
+          "and '{world_size}' in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE and\n"
+          "LOCAL_WORLD_SIZE are set as launchers do. --out DIR keeps the run's trace: 'gpusim\n"
+          "simulate DIR' with the same options reproduces the run's metrics exactly.\n"
+          "Exit: the program's status (first failing process), 3 if the simulation could not\n"
+          "complete (stuck, timeout), 1 usage, 2 bad input, 128+signal when interrupted.\n";
+}
+
+bool
+ValidHostTime(const std::string& s)
+{
+    if (s == "measured")
+    {
+        return true;
+    }
+    if (s.rfind("fixed:", 0) != 0)
+    {
+        return false;
+    }
+    char* end = nullptr;
+    const double us = std::strtod(s.c_str() + 6, &end);
+    return end && *end == '\0' && us >= 0 && std::isfinite(us);
+}
+
+} // namespace
+
+int
+RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::vector<std::string> mine;
+    std::vector<std::string> program;
+    bool sep = false;
+    for (const auto& a : args)
+    {
+        if (!sep && a == "--")
+        {
+            sep = true;
+            continue;
+        }
+        (sep ? program : mine).push_back(a);
+    }
+    std::set<std::string> valued = {"gpus", "devices-per-process", "out", "sync", "host-time",
+                                     "timeout", "json", "trace", "cost-model", "kernel-table",
+                                     "scale-kernels"};
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    try
+    {
+        Options o(mine, valued, {"help"});
+        if (o.Has("help"))
+        {
+            PrintRunUsage(out);
+            return 0;
+        }
+        if (program.empty() && !o.Positional().empty())
+        {
+            program = o.Positional(); // "gpusim run ./prog" without "--"
+        }
+        else if (!o.Positional().empty())
+        {
+            throw UsageError("unexpected argument '" + o.Positional().front() + "' before --");
+        }
+        if (program.empty())
+        {
+            throw UsageError("no program given (gpusim run [options] -- PROGRAM ARGS...)");
+        }
+        const std::string sync = o.Get("sync", "conservative");
+        if (sync != "conservative")
+        {
+            throw UsageError(sync == "optimistic"
+                                 ? "--sync optimistic is not available yet (see doc/live-mode.md); "
+                                   "use conservative"
+                                 : "--sync must be conservative");
+        }
+        const std::string hostTime = o.Get("host-time", "measured");
+        if (!ValidHostTime(hostTime))
+        {
+            throw UsageError("--host-time must be measured or fixed:US (e.g. fixed:2)");
+        }
+        const double timeout = o.Number("timeout", 0);
+        if (timeout < 0)
+        {
+            throw UsageError("--timeout must be >= 0");
+        }
+        ClusterSpec spec = SpecFromOptions(o, o.Count("gpus", 1));
+        const uint32_t gpus = o.Count("gpus", spec.TotalGpus());
+        const uint32_t perProcess = o.Count("devices-per-process", 1);
+        if (gpus == 0 || perProcess == 0 || perProcess > 64 || gpus % perProcess != 0)
+        {
+            throw UsageError("--gpus must be a positive multiple of --devices-per-process (1..64)");
+        }
+        if (gpus > spec.TotalGpus())
+        {
+            throw UsageError("--gpus " + std::to_string(gpus) + " but the cluster has " +
+                             std::to_string(spec.TotalGpus()) + " GPUs");
+        }
+        GpuSpec gpuSpec;
+        if (!LookupGpuSpec(spec.gpuModel, gpuSpec))
+        {
+            throw UsageError("unknown GPU model '" + spec.gpuModel + "'");
+        }
+        std::string tried;
+        const std::string libdir = FindShimLibDir(&tried);
+        if (libdir.empty())
+        {
+            err << "gpusim run: error: the shim libraries (libcudart.so.13, libgpusim-clock.so) "
+                   "were not found; looked in: "
+                << tried << "\n";
+            return 2;
+        }
+
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        NodeContainer nodes = cluster.Create();
+        GpuWorkloadHelper helper;
+        helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
+        ConfigureNccl(o, helper);
+        ConfigureWorkload(o, helper);
+
+        const uint32_t processes = gpus / perProcess;
+        Ptr<LiveJobSource> live = CreateObject<LiveJobSource>();
+        live->SetAttribute("DevicesPerProcess", UintegerValue(perProcess));
+        live->SetAttribute("ProcessesPerServer",
+                           UintegerValue(std::max<uint32_t>(1, spec.gpusPerServer / perProcess)));
+        live->SetAttribute("TimeoutS", DoubleValue(timeout));
+        std::map<std::string, std::string> env;
+        env["GPUSIM_GPU"] = spec.gpuModel;
+        env["GPUSIM_HOST_TIME"] = hostTime;
+        const auto wall0 = std::chrono::steady_clock::now();
+        live->Launch(program, processes, libdir, env);
+        Ptr<GpuWorkload> w = helper.InstallFeed(live, nodes);
+        const bool ended = live->Run();
+        const double wallS =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+        RunReport rep = w->Check();
+
+        // The program's status: the first process (in rank order) that failed.
+        int exitCode = 0;
+        for (size_t p = 0; p < live->GetProcesses().size(); ++p)
+        {
+            const auto& proc = live->GetProcesses()[p];
+            if (proc.status != 0 && exitCode == 0)
+            {
+                err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
+                    << (p + 1) * perProcess - 1 << ") "
+                    << ProgramLauncher::DescribeStatus(proc.status) << "\n";
+                exitCode = WIFEXITED(proc.status) ? WEXITSTATUS(proc.status)
+                                                  : 128 + WTERMSIG(proc.status);
+            }
+        }
+        if (o.Has("out"))
+        {
+            WriteJobTrace(live->GetRecording(), o.Get("out", ""));
+            WriteFileAtomically(o.Get("out", "") + "/live-stats.json",
+                                live->GetStats().ToJson() + "\n");
+        }
+        err << "# gpusim run: " << gpus << " ranks (" << processes << " processes x "
+            << perProcess << " GPUs) on " << DescribeCluster(spec) << "\n";
+        PrintIterations(err, *w);
+        char summary[256];
+        std::snprintf(summary, sizeof(summary),
+                      "# simulated %.3f us in %.2f s wall; %llu ops, %llu blocking calls "
+                      "answered; simulator waited %.2f s for the program\n",
+                      rep.endTime.GetNanoSeconds() / 1e3, wallS,
+                      static_cast<unsigned long long>(live->GetStats().opsReceived),
+                      static_cast<unsigned long long>(live->GetStats().answers),
+                      live->GetStats().waitForProgramS);
+        err << summary;
+        for (const auto& e : rep.errors)
+        {
+            err << "gpusim run: device error: " << e << "\n";
+        }
+        const int sig = InterruptGuard::Received();
+        if (!ended && !live->GetEndReason().empty())
+        {
+            err << "gpusim run: " << live->GetEndReason() << "\n";
+        }
+        if (!rep.completed)
+        {
+            err << "gpusim run: the simulation stopped with work still waiting:\n" << rep.stuck;
+            w->Dispose();
+            Simulator::Destroy();
+            return sig ? 128 + sig : 3;
+        }
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
+        }
+        if (o.Has("trace"))
+        {
+            WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
+        }
+        w->Dispose();
+        Simulator::Destroy();
+        if (sig)
+        {
+            return 128 + sig;
+        }
+        if (!ended && exitCode == 0)
+        {
+            return 3;
+        }
+        return exitCode;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim run: " << e.what() << "\n";
+        PrintRunUsage(err);
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim run: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3

@@ -1,0 +1,784 @@
+#include "ns3/live-job-source.h"
+
+#include "ns3/double.h"
+#include "ns3/host-first-scheduler.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("LiveJobSource");
+NS_OBJECT_ENSURE_REGISTERED(LiveJobSource);
+
+using gpusim::Op;
+
+namespace
+{
+/// Ends a live run early (timeout, interrupt, a program breaking the protocol).
+struct LiveRunEnded : std::runtime_error
+{
+    using std::runtime_error::runtime_error;
+};
+
+double
+WallSeconds()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+uint64_t
+ClockNs(clockid_t id)
+{
+    timespec ts;
+    clock_gettime(id, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string
+ReplaceAll(std::string s, const std::string& from, const std::string& to)
+{
+    for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    {
+        s.replace(pos, from.size(), to);
+    }
+    return s;
+}
+} // namespace
+
+std::string
+LiveRunStats::ToJson() const
+{
+    std::ostringstream os;
+    os << "{\"ops_received\":" << opsReceived << ",\"answers\":" << answers
+       << ",\"wait_for_program_s\":" << waitForProgramS << ",\"late_threads\":" << lateThreads
+       << ",\"sync\":\"conservative\",\"rollbacks\":0}";
+    return os.str();
+}
+
+TypeId
+LiveJobSource::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::LiveJobSource")
+            .SetParent<OpFeed>()
+            .SetGroupName("Gpusim")
+            .AddConstructor<LiveJobSource>()
+            .AddAttribute("DevicesPerProcess",
+                          "GPUs each process drives (ranks = processes x this)",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&LiveJobSource::m_devicesPerProcess),
+                          MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("ProcessesPerServer",
+                          "Processes on one server (sets LOCAL_RANK / LOCAL_WORLD_SIZE)",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&LiveJobSource::m_processesPerServer),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("TimeoutS",
+                          "Wall-clock limit of the whole run in seconds (0: none)",
+                          DoubleValue(0),
+                          MakeDoubleAccessor(&LiveJobSource::m_timeoutS),
+                          MakeDoubleChecker<double>(0));
+    return tid;
+}
+
+LiveJobSource::LiveJobSource() = default;
+
+LiveJobSource::~LiveJobSource()
+{
+    DoDispose();
+}
+
+void
+LiveJobSource::DoDispose()
+{
+    for (auto& [id, c] : m_conns)
+    {
+        ::close(c.fd);
+    }
+    m_conns.clear();
+    if (m_listenFd >= 0)
+    {
+        ::close(m_listenFd);
+        m_listenFd = -1;
+        ::unlink(m_socketPath.c_str());
+        ::rmdir(m_socketDir.c_str());
+    }
+    m_launcher.StopAll(0.5);
+    OpFeed::DoDispose();
+}
+
+void
+LiveJobSource::Launch(const std::vector<std::string>& program,
+                      uint32_t processes,
+                      const std::string& shimLibDir,
+                      const std::map<std::string, std::string>& extraEnv)
+{
+    if (processes == 0 || program.empty())
+    {
+        throw std::runtime_error("live run: nothing to run");
+    }
+    const uint32_t nranks = processes * m_devicesPerProcess;
+    m_store.assign(nranks, {});
+    m_feeds.assign(nranks, {});
+    for (auto& f : m_feeds)
+    {
+        f[0]; // every rank has a main thread from the start
+    }
+    m_program = program;
+
+    char dirTemplate[] = "/tmp/gpusim-live-XXXXXX";
+    if (!::mkdtemp(dirTemplate))
+    {
+        throw std::runtime_error(std::string("cannot create a socket directory: ") +
+                                 std::strerror(errno));
+    }
+    m_socketDir = dirTemplate;
+    m_socketPath = m_socketDir + "/sim.sock";
+    m_listenFd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", m_socketPath.c_str());
+    if (m_listenFd < 0 || ::bind(m_listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(m_listenFd, 1024) != 0)
+    {
+        throw std::runtime_error("cannot listen on " + m_socketPath + ": " + std::strerror(errno));
+    }
+
+    std::map<std::string, std::string> env = extraEnv;
+    const char* ld = std::getenv("LD_LIBRARY_PATH");
+    env["LD_LIBRARY_PATH"] = shimLibDir + (ld && *ld ? ":" + std::string(ld) : "");
+    // Preloaded: the clock library must come before libc for the program's timers to read
+    // simulated time, and the runtime is needed even by a program that loads CUDA late.
+    const char* pre = std::getenv("LD_PRELOAD");
+    env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir + "/libcudart.so.13:" +
+                        shimLibDir + "/libnccl.so.2" + (pre && *pre ? ":" + std::string(pre) : "");
+    env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
+    env["GPUSIM_DEVICES"] = std::to_string(m_devicesPerProcess);
+    env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
+    env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";
+    // One time origin for every process: simulated t = 0 is "now" on the real clocks.
+    env["GPUSIM_LIVE_EPOCH_REALTIME_NS"] = std::to_string(ClockNs(CLOCK_REALTIME));
+    env["GPUSIM_LIVE_EPOCH_MONOTONIC_NS"] = std::to_string(ClockNs(CLOCK_MONOTONIC));
+    env["GPUSIM_LIVE_EPOCH_BOOTTIME_NS"] = std::to_string(ClockNs(CLOCK_BOOTTIME));
+    if (m_timeoutS > 0)
+    {
+        env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(m_timeoutS + 1));
+    }
+    if (!env.count("NVTX_INJECTION64_PATH") && ::access((shimLibDir + "/libgpusim-nvtx.so").c_str(), R_OK) == 0)
+    {
+        env["NVTX_INJECTION64_PATH"] = shimLibDir + "/libgpusim-nvtx.so";
+    }
+    const uint32_t perServer = std::min(m_processesPerServer, processes);
+    m_startWall = WallSeconds();
+    for (uint32_t p = 0; p < processes; ++p)
+    {
+        const std::string rank = std::to_string(p);
+        const std::string local = std::to_string(p % perServer);
+        const std::string world = std::to_string(processes);
+        env["RANK"] = env["GPUSIM_RANK"] = env["GPUSIM_LIVE_PROCESS"] = rank;
+        env["LOCAL_RANK"] = env["GPUSIM_LOCAL_RANK"] = local;
+        env["WORLD_SIZE"] = world;
+        env["LOCAL_WORLD_SIZE"] = std::to_string(perServer);
+        std::vector<std::string> argv;
+        for (const auto& a : program)
+        {
+            argv.push_back(ReplaceAll(ReplaceAll(ReplaceAll(a, "{rank}", rank), "{local_rank}", local),
+                                      "{world_size}", world));
+        }
+        m_launcher.Spawn(argv, env);
+    }
+    NS_LOG_INFO("live run: " << processes << " processes x " << m_devicesPerProcess
+                             << " devices, socket " << m_socketPath);
+}
+
+uint32_t
+LiveJobSource::GetNRanks() const
+{
+    return m_store.size();
+}
+
+std::vector<uint32_t>
+LiveJobSource::KnownThreads(uint32_t rank) const
+{
+    std::vector<uint32_t> out;
+    for (const auto& kv : m_feeds.at(rank))
+    {
+        out.push_back(kv.first);
+    }
+    return out;
+}
+
+bool
+LiveJobSource::ThreadEnded(uint32_t rank, uint32_t thread) const
+{
+    const ThreadFeed& f = m_feeds.at(rank).at(thread);
+    if (f.ended || (f.conn >= 0 && !m_conns.count(f.conn)))
+    {
+        return true;
+    }
+    if (f.conn >= 0)
+    {
+        return false;
+    }
+    // Not seen yet: it ends when its process has exited and everything it sent is read.
+    const uint32_t proc = rank / m_devicesPerProcess;
+    if (!m_launcher.Processes().at(proc).done)
+    {
+        return false;
+    }
+    for (const auto& [id, c] : m_conns)
+    {
+        if (c.process == static_cast<int32_t>(proc) || c.process < 0)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string
+LiveJobSource::Describe(uint32_t rank, uint32_t thread) const
+{
+    return "rank " + std::to_string(rank) + " (process " +
+           std::to_string(rank / m_devicesPerProcess) + ") thread " + std::to_string(thread);
+}
+
+OpFeed::State
+LiveJobSource::Next(uint32_t rank, uint32_t thread, Op*& op)
+{
+    ThreadFeed& f = m_feeds.at(rank).at(thread);
+    if (!f.queue.empty())
+    {
+        op = f.queue.front();
+        f.queue.pop_front();
+        return State::Ready;
+    }
+    if (ThreadEnded(rank, thread))
+    {
+        f.ended = true;
+        return State::Ended;
+    }
+    return State::Pending;
+}
+
+void
+LiveJobSource::WhenReady(uint32_t rank,
+                         uint32_t thread,
+                         Time since,
+                         bool holdAt,
+                         std::function<void()> ready)
+{
+    ThreadFeed& f = m_feeds.at(rank).at(thread);
+    f.parked = true;
+    f.hold = holdAt;
+    f.sinceNs = static_cast<uint64_t>(since.GetNanoSeconds());
+    f.ready = std::move(ready);
+    m_parked.insert({rank, thread});
+}
+
+void
+LiveJobSource::WakeParked()
+{
+    for (auto it = m_parked.begin(); it != m_parked.end();)
+    {
+        ThreadFeed& f = m_feeds[it->first][it->second];
+        if (f.queue.empty() && !ThreadEnded(it->first, it->second))
+        {
+            ++it;
+            continue;
+        }
+        f.parked = false;
+        auto ready = std::move(f.ready);
+        f.ready = nullptr;
+        it = m_parked.erase(it);
+        ready(); // schedules the thread's next step (or finishes it)
+    }
+}
+
+uint64_t
+LiveJobSource::Bound() const
+{
+    uint64_t bound = UINT64_MAX;
+    for (const auto& [rank, thread] : m_parked)
+    {
+        const ThreadFeed& f = m_feeds[rank].at(thread);
+        if (f.hold)
+        {
+            bound = std::min(bound, f.sinceNs);
+        }
+        auto boundBy = [&bound](const Connection& c) {
+            if (c.outstanding == 0)
+            {
+                bound = std::min(bound, c.clockNs); // running: its next op is no earlier
+            }
+        };
+        if (f.conn >= 0)
+        {
+            auto c = m_conns.find(f.conn);
+            if (c != m_conns.end())
+            {
+                boundBy(c->second);
+            }
+            continue;
+        }
+        // Not seen yet: any running thread of its process may issue its first op.
+        const int32_t proc = static_cast<int32_t>(rank / m_devicesPerProcess);
+        bool connected = false;
+        for (const auto& [id, c] : m_conns)
+        {
+            if (c.process == proc || c.process < 0)
+            {
+                connected = true;
+                boundBy(c);
+            }
+        }
+        if (!connected)
+        {
+            bound = 0; // the process has not called CUDA yet: it could still do anything
+        }
+    }
+    return bound;
+}
+
+bool
+LiveJobSource::Deadlocked()
+{
+    bool allWaiting = true;
+    for (const auto& [id, c] : m_conns)
+    {
+        allWaiting = allWaiting && c.outstanding > 0 && c.process >= 0;
+    }
+    for (size_t p = 0; p < m_launcher.Processes().size() && allWaiting; ++p)
+    {
+        if (m_launcher.Processes()[p].done)
+        {
+            continue;
+        }
+        bool connected = false;
+        for (const auto& [id, c] : m_conns)
+        {
+            connected = connected || c.process == static_cast<int32_t>(p);
+        }
+        allWaiting = connected;
+    }
+    if (!allWaiting)
+    {
+        m_stuckSince = -1;
+        return false;
+    }
+    if (m_stuckSince < 0)
+    {
+        m_stuckSince = WallSeconds();
+    }
+    return WallSeconds() - m_stuckSince > 1.0;
+}
+
+bool
+LiveJobSource::Gate(bool haveEvent, uint64_t ts)
+{
+    CheckDeadline();
+    WakeParked();
+    const uint64_t bound = Bound();
+    if (haveEvent && ts < bound)
+    {
+        m_stuckSince = -1;
+        return false; // no program can still send anything that comes before this event
+    }
+    if (!haveEvent && bound == UINT64_MAX)
+    {
+        // Nothing scheduled and nothing parked that bounds time: done, unless a program
+        // thread still appears (then it starts, and the simulation goes on).
+        m_launcher.Reap();
+        if ((m_launcher.Processes().empty() || m_launcher.Reap()) && m_conns.empty())
+        {
+            Pump(0);
+            WakeParked();
+            return !m_conns.empty();
+        }
+        if (Deadlocked())
+        {
+            return false;
+        }
+    }
+    const double t0 = WallSeconds();
+    m_waitingFor = "the programs' next calls (simulated time " + std::to_string(ts / 1e3) + " us)";
+    Pump(50);
+    WakeParked();
+    m_stats.waitForProgramS += WallSeconds() - t0;
+    return true;
+}
+
+void
+LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t value)
+{
+    auto it = m_waits.find(&op);
+    if (it == m_waits.end())
+    {
+        return;
+    }
+    const PendingAnswer a = it->second;
+    m_waits.erase(it);
+    const uint64_t now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    m_feeds[rank][thread].lastIssueNs = now; // its next op issues relative to the return
+    auto c = m_conns.find(a.conn);
+    if (c == m_conns.end())
+    {
+        return; // the thread is gone
+    }
+    --c->second.outstanding;
+    c->second.clockNs = std::max(c->second.clockNs, now);
+    ++m_stats.answers;
+    Send(a.conn,
+         "A " + std::to_string(a.seq) + " " +
+             std::to_string(Simulator::Now().GetNanoSeconds()) + " " + std::to_string(value) +
+             "\n");
+}
+
+void
+LiveJobSource::Send(int32_t id, const std::string& msg)
+{
+    auto it = m_conns.find(id);
+    if (it == m_conns.end())
+    {
+        return;
+    }
+    const char* p = msg.data();
+    size_t left = msg.size();
+    while (left > 0)
+    {
+        ssize_t n = ::send(it->second.fd, p, left, MSG_NOSIGNAL);
+        if (n > 0)
+        {
+            p += n;
+            left -= static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && (errno == EINTR))
+        {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        {
+            pollfd pf = {it->second.fd, POLLOUT, 0};
+            ::poll(&pf, 1, 1000);
+            CheckDeadline();
+            continue;
+        }
+        return; // the program is gone; its end shows when the connection closes
+    }
+}
+
+void
+LiveJobSource::CheckDeadline() const
+{
+    if (InterruptGuard::Received())
+    {
+        throw LiveRunEnded(std::string("interrupted by signal ") +
+                           std::to_string(InterruptGuard::Received()));
+    }
+    if (m_timeoutS > 0 && WallSeconds() - m_startWall > m_timeoutS)
+    {
+        std::ostringstream os;
+        os << "timed out after " << m_timeoutS << " s";
+        if (!m_waitingFor.empty())
+        {
+            os << " (the simulator was waiting for " << m_waitingFor << ")";
+        }
+        throw LiveRunEnded(os.str());
+    }
+}
+
+void
+LiveJobSource::Pump(int timeoutMs)
+{
+    CheckDeadline();
+    // Reap first, then accept: a process that exited after connecting is still read in full.
+    m_launcher.Reap();
+    std::vector<pollfd> fds;
+    std::vector<int32_t> ids;
+    for (int round = 0; round < 2; ++round)
+    {
+        while (true)
+        {
+            int fd = ::accept4(m_listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0)
+            {
+                break;
+            }
+            Connection c;
+            c.fd = fd;
+            m_conns.emplace(m_nextConn++, std::move(c));
+        }
+        if (round == 1)
+        {
+            break;
+        }
+        fds.clear();
+        ids.clear();
+        fds.push_back({m_listenFd, POLLIN, 0});
+        ids.push_back(-1);
+        for (const auto& [id, c] : m_conns)
+        {
+            fds.push_back({c.fd, POLLIN, 0});
+            ids.push_back(id);
+        }
+        int n = ::poll(fds.data(), fds.size(), timeoutMs);
+        if (n <= 0)
+        {
+            return;
+        }
+    }
+    for (size_t i = 1; i < fds.size(); ++i)
+    {
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+        {
+            ReadConnection(ids[i]);
+        }
+    }
+}
+
+void
+LiveJobSource::ReadConnection(int32_t id)
+{
+    char buf[65536];
+    while (true)
+    {
+        auto it = m_conns.find(id);
+        if (it == m_conns.end())
+        {
+            return;
+        }
+        ssize_t n = ::recv(it->second.fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        {
+            return;
+        }
+        if (n <= 0)
+        {
+            CloseConnection(id);
+            return;
+        }
+        std::string& in = it->second.in;
+        in.append(buf, static_cast<size_t>(n));
+        size_t start = 0;
+        for (size_t nl = in.find('\n'); nl != std::string::npos; nl = in.find('\n', start))
+        {
+            std::string line = in.substr(start, nl - start);
+            start = nl + 1;
+            HandleLine(id, line);
+        }
+        m_conns.at(id).in.erase(0, start);
+    }
+}
+
+void
+LiveJobSource::HandleLine(int32_t id, const std::string& line)
+{
+    Connection& c = m_conns.at(id);
+    ++c.lines;
+    const std::string where = c.process >= 0 ? "live process " + std::to_string(c.process)
+                                             : std::string("live connection");
+    if (line.rfind("HELLO ", 0) == 0)
+    {
+        int proc = -1;
+        if (std::sscanf(line.c_str() + 6, "%d", &proc) != 1 || proc < 0 ||
+            static_cast<size_t>(proc) >= m_launcher.Processes().size())
+        {
+            throw LiveRunEnded(where + ": bad hello '" + line + "'");
+        }
+        c.process = proc;
+        return;
+    }
+    if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ' || c.process < 0)
+    {
+        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
+                           ": not a gpusim live message: '" + line.substr(0, 80) + "'");
+    }
+    char* end = nullptr;
+    const long device = std::strtol(line.c_str() + 2, &end, 10);
+    if (end == line.c_str() + 2 || *end != ' ' || device < 0 ||
+        device >= static_cast<long>(m_devicesPerProcess))
+    {
+        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) + ": device out of range in '" +
+                           line.substr(0, 80) + "' (the process has " +
+                           std::to_string(m_devicesPerProcess) + " devices)");
+    }
+    const uint32_t rank = c.process * m_devicesPerProcess + static_cast<uint32_t>(device);
+    Op op;
+    try
+    {
+        op = gpusim::ParseOpLine(std::string(end + 1), where, c.lines);
+    }
+    catch (const gpusim::TraceFormatError& e)
+    {
+        throw LiveRunEnded(e.what());
+    }
+    m_store[rank].push_back(std::move(op));
+    Op* stored = &m_store[rank].back();
+    ++m_stats.opsReceived;
+    auto& threads = m_feeds[rank];
+    const bool isNew = !threads.count(stored->thread);
+    ThreadFeed& f = threads[stored->thread];
+    f.conn = id;
+    f.queue.push_back(stored);
+    // The engine will issue it at the previous issue (or answer) time plus its host time;
+    // the program thread's clock is at least that from now on.
+    f.lastIssueNs += static_cast<uint64_t>(std::llround(stored->cpuUs * 1e3));
+    c.clockNs = std::max(c.clockNs, f.lastIssueNs);
+    c.feeds.insert({rank, stored->thread});
+    if (line[0] == 'W')
+    {
+        ++c.outstanding;
+        m_waits[stored] = PendingAnswer{id, ++c.waitSeq};
+    }
+    if (isNew)
+    {
+        // A thread first seen now starts from the time origin; if its first op's instant has
+        // passed, it issues late (a replay of the recording would issue it on time).
+        const uint64_t now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+        if (f.lastIssueNs < now)
+        {
+            ++m_stats.lateThreads;
+            std::fprintf(stderr,
+                         "gpusim run: warning: %s first called CUDA at simulated %.3f us, "
+                         "after the simulation had passed it (%.3f us); it starts late\n",
+                         Describe(rank, stored->thread).c_str(), f.lastIssueNs / 1e3, now / 1e3);
+        }
+        NotifyNewThread(rank, stored->thread);
+    }
+    else if (f.parked)
+    {
+        WakeParked();
+    }
+}
+
+void
+LiveJobSource::CloseConnection(int32_t id)
+{
+    auto it = m_conns.find(id);
+    if (it == m_conns.end())
+    {
+        return;
+    }
+    ::close(it->second.fd);
+    m_conns.erase(it);
+}
+
+void
+LiveJobSource::FailWaitingCalls(const std::string& why)
+{
+    for (const auto& [op, a] : m_waits)
+    {
+        Send(a.conn, "E " + std::to_string(a.seq) + " " + why + "\n");
+    }
+    m_waits.clear();
+}
+
+bool
+LiveJobSource::Run()
+{
+    InterruptGuard guard;
+    HostFirstScheduler::SetGate([this](bool have, uint64_t ts) { return Gate(have, ts); });
+    try
+    {
+        Simulator::Run();
+        HostFirstScheduler::SetGate(nullptr);
+    }
+    catch (const LiveRunEnded& e)
+    {
+        HostFirstScheduler::SetGate(nullptr);
+        m_endReason = e.what();
+    }
+    catch (...)
+    {
+        HostFirstScheduler::SetGate(nullptr);
+        throw;
+    }
+    if (!m_launcher.Reap())
+    {
+        // Programs still wait for answers the simulation cannot give: fail those calls so the
+        // programs report the error and exit, then stop whatever is left.
+        FailWaitingCalls(m_endReason.empty()
+                             ? "the simulation cannot complete this call (see gpusim's report)"
+                             : "gpusim run ended: " + m_endReason);
+        const double until = WallSeconds() + (InterruptGuard::Received() ? 0.2 : 3.0);
+        while (!m_launcher.Reap() && WallSeconds() < until)
+        {
+            Pump(50);
+        }
+        m_launcher.StopAll(2.0);
+        if (m_endReason.empty())
+        {
+            m_endReason = "the simulation could not go on while programs still ran";
+        }
+        return false;
+    }
+    return m_endReason.empty();
+}
+
+gpusim::JobTrace
+LiveJobSource::GetRecording() const
+{
+    gpusim::JobTrace job;
+    job.source = "live";
+    job.metadata["mode"] = "live";
+    std::string prog;
+    for (const auto& a : m_program)
+    {
+        prog += (prog.empty() ? "" : " ") + a;
+    }
+    job.metadata["program"] = prog;
+    job.metadata["processes"] = std::to_string(m_launcher.Processes().size());
+    job.metadata["devices_per_process"] = std::to_string(m_devicesPerProcess);
+    for (uint32_t r = 0; r < m_store.size(); ++r)
+    {
+        gpusim::RankTrace rt;
+        rt.rank = r;
+        rt.ops.assign(m_store[r].begin(), m_store[r].end());
+        job.ranks.push_back(std::move(rt));
+    }
+    return job;
+}
+
+const LiveRunStats&
+LiveJobSource::GetStats() const
+{
+    return m_stats;
+}
+
+const std::vector<ProgramLauncher::Process>&
+LiveJobSource::GetProcesses() const
+{
+    return m_launcher.Processes();
+}
+
+const std::string&
+LiveJobSource::GetEndReason() const
+{
+    return m_endReason;
+}
+
+} // namespace ns3

@@ -1,0 +1,166 @@
+/*
+ * LiveJobSource: live mode. Runs an unmodified CUDA/NCCL program as N processes on the gpusim
+ * shim and feeds the ops they issue into the engine while it runs; the program's blocking
+ * calls (synchronize, queries, elapsed time, NCCL init) are answered with simulated time, and
+ * the shim's virtual clocks make the program's own timers read it.
+ *
+ * Synchronizer (conservative): a host thread whose next op has not arrived parks; before the
+ * simulator runs an event at time t, the gate (HostFirstScheduler) waits until no parked
+ * thread can still issue an op before or at t. A parked thread's next op issues no earlier
+ * than its program thread's virtual clock, which the simulator knows: the latest issue time
+ * of what that program thread sent, or of the answers it got. A program thread waiting for an
+ * answer bounds nothing until the answer is given. Answers are therefore final, and with the
+ * scheduler's canonical order of host steps the live run and a replay of its recording
+ * (TraceOpFeed, `gpusim simulate`) process the same events in the same order.
+ *
+ * Wire protocol (Unix stream socket, one connection per program thread that calls CUDA):
+ *   client: "HELLO <process> <pid>\n", then "O <device> <op json>\n" (no answer wanted) or
+ *           "W <device> <op json>\n" (the thread waits for the answer);
+ *   server: "A <seq> <time_ns> <value>\n" answers the seq-th W line of that connection (1-based);
+ *           "E <seq> <message>\n" fails it (the simulation cannot answer).
+ * Rank of an op = process * DevicesPerProcess + device.
+ */
+#ifndef GPUSIM_LIVE_JOB_SOURCE_H
+#define GPUSIM_LIVE_JOB_SOURCE_H
+
+#include "ns3/op-feed.h"
+#include "ns3/program-launcher.h"
+#include "ns3/traced-callback.h"
+
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/// What a live run did, beyond the simulation's own metrics.
+struct LiveRunStats
+{
+    uint64_t opsReceived = 0;
+    uint64_t answers = 0;         //!< blocking calls answered
+    double waitForProgramS = 0;   //!< wall time the simulator waited for the program
+    uint32_t lateThreads = 0;     //!< threads first seen after their start instant had passed
+    std::string ToJson() const;
+};
+
+class LiveJobSource : public OpFeed
+{
+  public:
+    static TypeId GetTypeId();
+    LiveJobSource();
+    ~LiveJobSource() override;
+
+    /// Starts `processes` copies of `program` (argv; "{rank}", "{local_rank}", "{world_size}"
+    /// replaced per process) on the shim in `shimLibDir`. `extraEnv` is added to each.
+    /// Throws std::runtime_error when the socket or a process cannot be created.
+    void Launch(const std::vector<std::string>& program,
+                uint32_t processes,
+                const std::string& shimLibDir,
+                const std::map<std::string, std::string>& extraEnv = {});
+
+    /// Runs the simulation until the programs are done (Simulator::Run, again whenever a
+    /// program thread appears while nothing else can run). Returns true if every process
+    /// exited; false if the run had to be ended (stuck, interrupted, timed out). Programs
+    /// still waiting when the simulation cannot answer get an error and are stopped.
+    bool Run();
+
+    /// The ops received so far, as a trace (rank files + manifest metadata "mode": "live").
+    gpusim::JobTrace GetRecording() const;
+    const LiveRunStats& GetStats() const;
+    /// Exit status of each process (waitpid form), after Run().
+    const std::vector<ProgramLauncher::Process>& GetProcesses() const;
+    /// "" or why Run() ended the programs (timeout, interrupt, stuck).
+    const std::string& GetEndReason() const;
+
+    uint32_t GetNRanks() const override;
+    std::vector<uint32_t> KnownThreads(uint32_t rank) const override;
+    State Next(uint32_t rank, uint32_t thread, gpusim::Op*& op) override;
+    void WhenReady(uint32_t rank,
+                   uint32_t thread,
+                   Time since,
+                   bool holdAt,
+                   std::function<void()> ready) override;
+    void Returned(uint32_t rank, uint32_t thread, const gpusim::Op& op, int64_t value) override;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    struct Connection
+    {
+        int fd = -1;
+        int32_t process = -1;      //!< from HELLO
+        std::string in;            //!< bytes not yet parsed
+        uint64_t lines = 0;        //!< lines read (for error positions)
+        uint64_t waitSeq = 0;      //!< W lines received
+        uint64_t outstanding = 0;  //!< W lines not answered yet
+        uint64_t clockNs = 0;      //!< lower bound of its virtual clock (latest issue/answer)
+        std::set<std::pair<uint32_t, uint32_t>> feeds; //!< (rank, thread) it carried
+    };
+    struct ThreadFeed
+    {
+        std::deque<gpusim::Op*> queue;
+        int32_t conn = -1;  //!< connection carrying it
+        bool ended = false;
+        uint64_t lastIssueNs = 0; //!< issue time of its latest op received (or answer)
+        // Parked: waiting for its next op.
+        bool parked = false;
+        bool hold = false;        //!< an open group must launch at `since`
+        uint64_t sinceNs = 0;
+        std::function<void()> ready;
+    };
+    struct PendingAnswer
+    {
+        int32_t conn;
+        uint64_t seq;
+    };
+
+    /// Reads whatever the programs sent, accepts connections, reaps processes; waits up to
+    /// timeoutMs for something to happen. Throws on interrupt or timeout.
+    void Pump(int timeoutMs);
+    void ReadConnection(int32_t id);
+    void HandleLine(int32_t id, const std::string& line);
+    void CloseConnection(int32_t id);
+    void Send(int32_t id, const std::string& msg);
+    bool ThreadEnded(uint32_t rank, uint32_t thread) const;
+    /// The scheduler's gate (see HostFirstScheduler::Gate).
+    bool Gate(bool haveEvent, uint64_t ts);
+    /// Earliest instant a parked thread may still issue an op at (UINT64_MAX: none).
+    uint64_t Bound() const;
+    /// Unparks threads whose op (or end) has arrived.
+    void WakeParked();
+    /// Nothing can move: every connected program thread waits for an answer and every running
+    /// process has one (held for a moment, since a new program thread may still appear).
+    bool Deadlocked();
+    void FailWaitingCalls(const std::string& why);
+    void CheckDeadline() const;
+    std::string Describe(uint32_t rank, uint32_t thread) const;
+
+    uint32_t m_devicesPerProcess = 1;
+    uint32_t m_processesPerServer = 8;
+    double m_timeoutS = 0;
+    std::string m_socketDir;
+    std::string m_socketPath;
+    int m_listenFd = -1;
+    ProgramLauncher m_launcher;
+    std::vector<std::string> m_program;
+    std::unordered_map<int32_t, Connection> m_conns;
+    int32_t m_nextConn = 0;
+    std::vector<std::deque<gpusim::Op>> m_store;             //!< by rank, arrival order
+    std::vector<std::map<uint32_t, ThreadFeed>> m_feeds;     //!< by rank, then thread
+    std::unordered_map<const gpusim::Op*, PendingAnswer> m_waits;
+    LiveRunStats m_stats;
+    std::string m_endReason;
+    double m_startWall = 0;
+    std::set<std::pair<uint32_t, uint32_t>> m_parked;
+    double m_stuckSince = -1;
+    std::string m_waitingFor;       //!< what Pump() is waiting for (timeout messages)
+};
+
+} // namespace ns3
+
+#endif // GPUSIM_LIVE_JOB_SOURCE_H

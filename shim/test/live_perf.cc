@@ -1,0 +1,237 @@
+// A benchmark written the way nccl-tests and ordinary training scripts time themselves, for
+// live mode (gpusim run): it knows nothing about gpusim. Built against the shim's stub
+// headers, so it runs without the CUDA toolkit.
+//
+//   live_perf [--mode allreduce|gemm|steps] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
+//             [-w WARMUP] [--crash-rank R] [--skip-rank R] [--poll]
+//
+// allreduce: nccl-tests' all_reduce_perf loop: per size, warm-up, then ITERS AllReduces timed
+//   with std::chrono::steady_clock (after synchronising every stream) and with CUDA events on
+//   the first GPU; prints "size time_host_us time_event_us algbw busbw" per size.
+// gemm: ITERS cuBLAS SGEMMs of 4096^3 timed both ways; prints "gemm host_us event_us".
+// steps: a data-parallel step loop (GEMMs, then an AllReduce of the gradients), printing each
+//   step's time from steady_clock.
+// --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
+// before its first collective. --poll: wait with a cudaStreamQuery loop instead of
+// cudaStreamSynchronize (what some benchmarks do).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cublas_v2.h"
+#include "cuda_runtime.h"
+#include "nccl.h"
+
+#define CHECK_CUDA(x)                                                                     \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_)); \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+#define CHECK_NCCL(x)                                                                       \
+  do {                                                                                      \
+    ncclResult_t r_ = (x);                                                                  \
+    if (r_ != ncclSuccess) {                                                                \
+      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
+      exit(1);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+namespace {
+
+struct Args {
+  std::string mode = "allreduce";
+  size_t minBytes = 1 << 20, maxBytes = 64 << 20;
+  int factor = 2, gpus = 1, iters = 20, warmup = 5;
+  int crashRank = -1, skipRank = -1;
+  bool poll = false;
+};
+
+size_t ParseSize(const char* s) {
+  char* end;
+  double v = strtod(s, &end);
+  switch (*end) {
+    case 'K': case 'k': v *= 1024; break;
+    case 'M': case 'm': v *= 1024 * 1024; break;
+    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+  }
+  return (size_t)v;
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : "";
+    if (k == "--mode") a.mode = v, ++i;
+    else if (k == "-b") a.minBytes = ParseSize(v), ++i;
+    else if (k == "-e") a.maxBytes = ParseSize(v), ++i;
+    else if (k == "-f") a.factor = atoi(v), ++i;
+    else if (k == "-g") a.gpus = atoi(v), ++i;
+    else if (k == "-n") a.iters = atoi(v), ++i;
+    else if (k == "-w") a.warmup = atoi(v), ++i;
+    else if (k == "--crash-rank") a.crashRank = atoi(v), ++i;
+    else if (k == "--skip-rank") a.skipRank = atoi(v), ++i;
+    else if (k == "--poll") a.poll = true;
+    else {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      exit(2);
+    }
+  }
+  return a;
+}
+
+int EnvInt(const char* name, int def) {
+  const char* v = getenv(name);
+  return v && *v ? atoi(v) : def;
+}
+
+double NowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Gpu {
+  int device;
+  cudaStream_t stream;
+  ncclComm_t comm;
+  void *send, *recv;
+  cublasHandle_t blas;
+  float *a, *b, *c;
+};
+
+void Wait(const Args& a, cudaStream_t s) {
+  if (!a.poll) {
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    return;
+  }
+  while (true) {
+    cudaError_t e = cudaStreamQuery(s);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) CHECK_CUDA(e);
+  }
+}
+
+void WaitAll(const Args& a, std::vector<Gpu>& gpus) {
+  for (auto& g : gpus) {
+    CHECK_CUDA(cudaSetDevice(g.device));
+    Wait(a, g.stream);
+  }
+}
+
+void AllReduce(std::vector<Gpu>& gpus, size_t count) {
+  CHECK_NCCL(ncclGroupStart());
+  for (auto& g : gpus) CHECK_NCCL(ncclAllReduce(g.send, g.recv, count, ncclFloat, ncclSum, g.comm, g.stream));
+  CHECK_NCCL(ncclGroupEnd());
+}
+
+void Gemm(Gpu& g) {
+  const int n = 4096;
+  const float one = 1, zero = 0;
+  CHECK_CUDA(cudaSetDevice(g.device));
+  if (cublasSgemm(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, g.a, n, g.b, n, &zero, g.c, n) !=
+      CUBLAS_STATUS_SUCCESS) {
+    fprintf(stderr, "cublasSgemm failed\n");
+    exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = Parse(argc, argv);
+  const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
+  const int nranks = world * a.gpus;
+
+  ncclUniqueId id;
+  CHECK_NCCL(ncclGetUniqueId(&id));  // shared across processes by the launcher's id file
+  std::vector<Gpu> gpus(a.gpus);
+  CHECK_NCCL(ncclGroupStart());
+  for (int i = 0; i < a.gpus; ++i) {
+    Gpu& g = gpus[i];
+    g.device = i;
+    CHECK_CUDA(cudaSetDevice(i));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMalloc(&g.send, a.maxBytes));
+    CHECK_CUDA(cudaMalloc(&g.recv, a.maxBytes));
+    CHECK_NCCL(ncclCommInitRank(&g.comm, nranks, id, rank * a.gpus + i));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+
+  if (rank == a.skipRank) {
+    printf("rank %d: leaving before the first collective\n", rank);
+    return 0;
+  }
+
+  if (a.mode == "allreduce") {
+    if (rank == 0) printf("#%11s %12s %12s %9s %9s\n", "size(B)", "host_us", "event_us", "algbw", "busbw");
+    for (size_t bytes = a.minBytes; bytes <= a.maxBytes; bytes *= a.factor) {
+      const size_t count = bytes / sizeof(float);
+      for (int i = 0; i < a.warmup; ++i) AllReduce(gpus, count);
+      WaitAll(a, gpus);
+      const double t0 = NowUs();
+      CHECK_CUDA(cudaEventRecord(start, gpus[0].stream));
+      for (int i = 0; i < a.iters; ++i) {
+        if (rank == a.crashRank && bytes > a.minBytes) abort();
+        AllReduce(gpus, count);
+      }
+      CHECK_CUDA(cudaSetDevice(0));
+      CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));
+      WaitAll(a, gpus);
+      const double hostUs = (NowUs() - t0) / a.iters;
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      const double eventUs = ms * 1e3 / a.iters;
+      const double algbw = bytes / hostUs / 1e3;
+      const double busbw = algbw * 2.0 * (nranks - 1) / nranks;
+      if (rank == 0) printf("%12zu %12.2f %12.2f %9.2f %9.2f\n", bytes, hostUs, eventUs, algbw, busbw);
+      if (bytes * a.factor <= bytes) break;
+    }
+  } else if (a.mode == "gemm" || a.mode == "steps") {
+    for (auto& g : gpus) {
+      CHECK_CUDA(cudaSetDevice(g.device));
+      const size_t sz = (size_t)4096 * 4096 * sizeof(float);
+      CHECK_CUDA(cudaMalloc((void**)&g.a, sz));
+      CHECK_CUDA(cudaMalloc((void**)&g.b, sz));
+      CHECK_CUDA(cudaMalloc((void**)&g.c, sz));
+      if (cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g.blas, g.stream) != CUBLAS_STATUS_SUCCESS)
+        exit(1);
+    }
+    if (a.mode == "gemm") {
+      WaitAll(a, gpus);
+      const double t0 = NowUs();
+      CHECK_CUDA(cudaEventRecord(start, gpus[0].stream));
+      for (int i = 0; i < a.iters; ++i) Gemm(gpus[0]);
+      CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));
+      Wait(a, gpus[0].stream);
+      const double hostUs = NowUs() - t0;
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      printf("gemm x%d host_us %.3f event_us %.3f\n", a.iters, hostUs, ms * 1e3);
+    } else {
+      for (int step = 0; step < a.iters; ++step) {
+        const double t0 = NowUs();
+        for (auto& g : gpus)
+          for (int l = 0; l < 4; ++l) Gemm(g);
+        if (rank == a.crashRank && step == a.iters / 2) abort();
+        AllReduce(gpus, a.maxBytes / sizeof(float));
+        WaitAll(a, gpus);
+        if (rank == 0) printf("step %d %.3f ms\n", step, (NowUs() - t0) / 1e3);
+      }
+    }
+  } else {
+    fprintf(stderr, "unknown mode %s\n", a.mode.c_str());
+    return 2;
+  }
+  fflush(stdout);
+  for (auto& g : gpus) CHECK_NCCL(ncclCommDestroy(g.comm));
+  return 0;
+}
