@@ -139,6 +139,8 @@ __attribute__((constructor)) void InitLive() {
 
 bool LiveMode() { return Cfg().on && !g_forked; }
 
+bool LiveLost() { return g_dead.load(std::memory_order_relaxed) && LiveMode(); }
+
 uint64_t LiveSend(int device, const std::string& json, bool wait) {
   Connection* c = Connect();
   if (!c) return 0;

@@ -153,6 +153,7 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
       return cudaSuccess;
     }
     l.Commit();
+    if (LiveLost()) return Ret(cudaErrorUnknown);
   }
   return cudaSuccess;
 }
@@ -168,6 +169,7 @@ cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t stream, bool as
     if (a->backed) memset(ptr, value, count);
   }
   if (Recording()) Line(s.device, "memset").U64("bytes", count).Int("stream", s.id).Bool("async", async).Commit();
+  if (LiveLost()) return Ret(cudaErrorUnknown);
   return cudaSuccess;
 }
 

@@ -234,6 +234,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (t_group) l.U64("group", t_group);
   l.Int("stream", s.id).Commit();
   if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;
+  if (LiveLost()) return Fail(ncclSystemError, "lost the simulator (gpusim run)");
   return ncclSuccess;
 }
 

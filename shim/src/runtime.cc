@@ -81,6 +81,7 @@ cudaError_t Launch(const Kernel* k, dim3 grid, dim3 block, size_t smem, cudaStre
         .Dim("block", block.x, block.y, block.z)
         .U64("smem", smem)
         .Commit();
+  if (LiveLost()) return Ret(cudaErrorUnknown);
   return cudaSuccess;
 }
 

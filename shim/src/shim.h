@@ -71,6 +71,9 @@ struct LiveAnswer {
 };
 // Running under `gpusim run` (GPUSIM_LIVE_SOCKET set), in a rank process (not a forked child).
 GPUSIM_EXPORT bool LiveMode();
+// Live mode and the simulator is gone: calls that need it fail (cudaErrorUnknown,
+// ncclSystemError) so the program stops instead of running on without a simulation.
+GPUSIM_EXPORT bool LiveLost();
 // Sends one op line for `device`; with `wait`, returns the sequence number to LiveWait for
 // (0: not sent, the simulator is gone).
 GPUSIM_EXPORT uint64_t LiveSend(int device, const std::string& json, bool wait);

@@ -3,7 +3,7 @@
 // headers, so it runs without the CUDA toolkit.
 //
 //   live_perf [--mode allreduce|gemm|steps] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
-//             [-w WARMUP] [--crash-rank R] [--skip-rank R] [--poll]
+//             [-w WARMUP] [--crash-rank R] [--skip-rank R] [--poll] [--sleep-ms N]
 //
 // allreduce: nccl-tests' all_reduce_perf loop: per size, warm-up, then ITERS AllReduces timed
 //   with std::chrono::steady_clock (after synchronising every stream) and with CUDA events on
@@ -13,12 +13,14 @@
 //   step's time from steady_clock.
 // --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
 // before its first collective. --poll: wait with a cudaStreamQuery loop instead of
-// cudaStreamSynchronize (what some benchmarks do).
+// cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: sleep N ms of real time
+// after each AllReduce (CPU-idle time: no simulated host time; makes runs long in real time).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cublas_v2.h"
@@ -50,6 +52,7 @@ struct Args {
   int factor = 2, gpus = 1, iters = 20, warmup = 5;
   int crashRank = -1, skipRank = -1;
   bool poll = false;
+  int sleepMs = 0;
 };
 
 size_t ParseSize(const char* s) {
@@ -78,6 +81,7 @@ Args Parse(int argc, char** argv) {
     else if (k == "--crash-rank") a.crashRank = atoi(v), ++i;
     else if (k == "--skip-rank") a.skipRank = atoi(v), ++i;
     else if (k == "--poll") a.poll = true;
+    else if (k == "--sleep-ms") a.sleepMs = atoi(v), ++i;
     else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       exit(2);
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < a.iters; ++i) {
         if (rank == a.crashRank && bytes > a.minBytes) abort();
         AllReduce(gpus, count);
+        if (a.sleepMs) std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
       }
       CHECK_CUDA(cudaSetDevice(0));
       CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));

@@ -178,16 +178,20 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
             std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
         RunReport rep = w->Check();
 
-        // The program's status: the first process (in rank order) that failed.
+        // Every process that failed is named; the exit status is the first one's (rank order).
         int exitCode = 0;
         for (size_t p = 0; p < live->GetProcesses().size(); ++p)
         {
             const auto& proc = live->GetProcesses()[p];
-            if (proc.status != 0 && exitCode == 0)
+            if (proc.status == 0)
             {
-                err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
-                    << (p + 1) * perProcess - 1 << ") "
-                    << ProgramLauncher::DescribeStatus(proc.status) << "\n";
+                continue;
+            }
+            err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
+                << (p + 1) * perProcess - 1 << ") " << ProgramLauncher::DescribeStatus(proc.status)
+                << "\n";
+            if (exitCode == 0)
+            {
                 exitCode = WIFEXITED(proc.status) ? WEXITSTATUS(proc.status)
                                                   : 128 + WTERMSIG(proc.status);
             }

@@ -478,9 +478,12 @@ LiveJobSource::Send(int32_t id, const std::string& msg)
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         {
+            // A program that stops reading for a second is not waiting for this answer.
             pollfd pf = {it->second.fd, POLLOUT, 0};
-            ::poll(&pf, 1, 1000);
-            CheckDeadline();
+            if (::poll(&pf, 1, 1000) <= 0)
+            {
+                return;
+            }
             continue;
         }
         return; // the program is gone; its end shows when the connection closes
@@ -508,9 +511,12 @@ LiveJobSource::CheckDeadline() const
 }
 
 void
-LiveJobSource::Pump(int timeoutMs)
+LiveJobSource::Pump(int timeoutMs, bool checkDeadline)
 {
-    CheckDeadline();
+    if (checkDeadline)
+    {
+        CheckDeadline();
+    }
     // Reap first, then accept: a process that exited after connecting is still read in full.
     m_launcher.Reap();
     std::vector<pollfd> fds;
@@ -727,7 +733,7 @@ LiveJobSource::Run()
         const double until = WallSeconds() + (InterruptGuard::Received() ? 0.2 : 3.0);
         while (!m_launcher.Reap() && WallSeconds() < until)
         {
-            Pump(50);
+            Pump(50, false);
         }
         m_launcher.StopAll(2.0);
         if (m_endReason.empty())

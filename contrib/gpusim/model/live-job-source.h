@@ -121,7 +121,7 @@ class LiveJobSource : public OpFeed
 
     /// Reads whatever the programs sent, accepts connections, reaps processes; waits up to
     /// timeoutMs for something to happen. Throws on interrupt or timeout.
-    void Pump(int timeoutMs);
+    void Pump(int timeoutMs, bool checkDeadline = true);
     void ReadConnection(int32_t id);
     void HandleLine(int32_t id, const std::string& line);
     void CloseConnection(int32_t id);
