@@ -2,7 +2,7 @@
 // live mode (gpusim run): it knows nothing about gpusim. Built against the shim's stub
 // headers, so it runs without the CUDA toolkit.
 //
-//   live_perf [--mode allreduce|gemm|steps] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
+//   live_perf [--mode allreduce|gemm|steps|syncs] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
 //             [-w WARMUP] [--crash-rank R] [--skip-rank R] [--poll] [--sleep-ms N]
 //
 // allreduce: nccl-tests' all_reduce_perf loop: per size, warm-up, then ITERS AllReduces timed
@@ -11,6 +11,7 @@
 // gemm: ITERS cuBLAS SGEMMs of 4096^3 timed both ways; prints "gemm host_us event_us".
 // steps: a data-parallel step loop (GEMMs, then an AllReduce of the gradients), printing each
 //   step's time from steady_clock.
+// syncs: ITERS cudaStreamSynchronize calls on an idle stream (round-trip benchmark).
 // --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
 // before its first collective. --poll: wait with a cudaStreamQuery loop instead of
 // cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: sleep N ms of real time
@@ -232,6 +233,11 @@ int main(int argc, char** argv) {
         if (rank == 0) printf("step %d %.3f ms\n", step, (NowUs() - t0) / 1e3);
       }
     }
+  } else if (a.mode == "syncs") {
+    // ITERS synchronisations of an idle stream: in live mode, one round trip each.
+    CHECK_CUDA(cudaSetDevice(0));
+    for (int i = 0; i < a.iters; ++i) CHECK_CUDA(cudaStreamSynchronize(gpus[0].stream));
+    if (rank == 0) printf("syncs %d\n", a.iters);
   } else {
     fprintf(stderr, "unknown mode %s\n", a.mode.c_str());
     return 2;

@@ -293,6 +293,7 @@ LiveJobSource::WhenReady(uint32_t rank,
     f.sinceNs = static_cast<uint64_t>(since.GetNanoSeconds());
     f.ready = std::move(ready);
     m_parked.insert({rank, thread});
+    m_dirty = true;
 }
 
 void
@@ -395,14 +396,20 @@ LiveJobSource::Deadlocked()
 bool
 LiveJobSource::Gate(bool haveEvent, uint64_t ts)
 {
-    CheckDeadline();
-    WakeParked();
-    const uint64_t bound = Bound();
+    // Called several times per event: the bound is recomputed only when something changed.
+    if (m_dirty)
+    {
+        WakeParked();
+        m_bound = Bound();
+        m_dirty = false;
+    }
+    const uint64_t bound = m_bound;
     if (haveEvent && ts < bound)
     {
         m_stuckSince = -1;
         return false; // no program can still send anything that comes before this event
     }
+    CheckDeadline();
     if (!haveEvent && bound == UINT64_MAX)
     {
         // Nothing scheduled and nothing parked that bounds time: done, unless a program
@@ -446,6 +453,7 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     }
     --c->second.outstanding;
     c->second.clockNs = std::max(c->second.clockNs, now);
+    m_dirty = true;
     ++m_stats.answers;
     Send(a.conn,
          "A " + std::to_string(a.seq) + " " +
@@ -517,47 +525,46 @@ LiveJobSource::Pump(int timeoutMs, bool checkDeadline)
     {
         CheckDeadline();
     }
-    // Reap first, then accept: a process that exited after connecting is still read in full.
-    m_launcher.Reap();
-    std::vector<pollfd> fds;
-    std::vector<int32_t> ids;
-    for (int round = 0; round < 2; ++round)
+    // Reap before polling the listening socket: a process that connected and exited is then
+    // accepted (and read in full) before its end is concluded. Not on every call: it costs a
+    // system call per process, and the hot path is one round trip per blocking call.
+    const double now = WallSeconds();
+    if (timeoutMs == 0 || now - m_lastReapS > 0.02)
     {
-        while (true)
+        m_launcher.Reap();
+        m_lastReapS = now;
+    }
+    m_pollFds.clear();
+    m_pollIds.clear();
+    m_pollFds.push_back({m_listenFd, POLLIN, 0});
+    m_pollIds.push_back(-1);
+    for (const auto& [id, c] : m_conns)
+    {
+        m_pollFds.push_back({c.fd, POLLIN, 0});
+        m_pollIds.push_back(id);
+    }
+    const int n = ::poll(m_pollFds.data(), m_pollFds.size(), timeoutMs);
+    m_dirty = true;
+    if (n <= 0)
+    {
+        m_launcher.Reap();
+        m_lastReapS = WallSeconds();
+        return;
+    }
+    if (m_pollFds[0].revents & POLLIN)
+    {
+        for (int fd; (fd = ::accept4(m_listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;)
         {
-            int fd = ::accept4(m_listenFd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0)
-            {
-                break;
-            }
             Connection c;
             c.fd = fd;
             m_conns.emplace(m_nextConn++, std::move(c));
         }
-        if (round == 1)
-        {
-            break;
-        }
-        fds.clear();
-        ids.clear();
-        fds.push_back({m_listenFd, POLLIN, 0});
-        ids.push_back(-1);
-        for (const auto& [id, c] : m_conns)
-        {
-            fds.push_back({c.fd, POLLIN, 0});
-            ids.push_back(id);
-        }
-        int n = ::poll(fds.data(), fds.size(), timeoutMs);
-        if (n <= 0)
-        {
-            return;
-        }
     }
-    for (size_t i = 1; i < fds.size(); ++i)
+    for (size_t i = 1; i < m_pollFds.size(); ++i)
     {
-        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+        if (m_pollFds[i].revents & (POLLIN | POLLHUP | POLLERR))
         {
-            ReadConnection(ids[i]);
+            ReadConnection(m_pollIds[i]);
         }
     }
 }

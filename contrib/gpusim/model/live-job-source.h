@@ -28,6 +28,7 @@
 #include "ns3/traced-callback.h"
 
 #include <deque>
+#include <poll.h>
 #include <map>
 #include <set>
 #include <string>
@@ -157,6 +158,11 @@ class LiveJobSource : public OpFeed
     std::string m_endReason;
     double m_startWall = 0;
     std::set<std::pair<uint32_t, uint32_t>> m_parked;
+    bool m_dirty = true;          //!< parked threads or program clocks changed since m_bound
+    uint64_t m_bound = 0;
+    double m_lastReapS = 0;
+    std::vector<struct pollfd> m_pollFds;
+    std::vector<int32_t> m_pollIds;
     double m_stuckSince = -1;
     std::string m_waitingFor;       //!< what Pump() is waiting for (timeout messages)
 };

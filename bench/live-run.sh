@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Live mode benchmark (doc/live-mode.md): wall time of `gpusim run` against `gpusim record` +
+# `gpusim simulate` of the same program, the round trip of one blocking call, and a 64-process
+# run. Prints its own figures; run after building (cmake --build build).
+#   bench/live-run.sh [BUILD_DIR]
+set -euo pipefail
+B=${1:-build}
+G=$B/bin/gpusim
+PERF=$B/shim/test/shim_live_perf
+TRAIN=$B/shim/test/shim_train
+T=$(mktemp -d /tmp/gpusim-live-bench-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+now() { date +%s.%N; }
+secs() { echo "$2 - $1" | bc -l; }
+best() { # best of 3 wall seconds of a command
+  local b=999999
+  for _ in 1 2 3; do
+    local t0; t0=$(now); "$@" >/dev/null 2>&1; local t1; t1=$(now)
+    local d; d=$(secs "$t0" "$t1"); b=$(echo "if ($d < $b) $d else $b" | bc -l)
+  done
+  printf "%.3f" "$b"
+}
+
+echo "# machine: $(nproc) cores, $(uname -m); best of 3 runs each"
+echo "# 1. live vs record + simulate (same program, same cluster, fixed host time)"
+printf "%-44s %9s %9s %9s %7s\n" "program" "run_s" "record_s" "simul_s" "ratio"
+bench_pair() { # name, gpus, perproc, program...
+  local name=$1 gpus=$2 per=$3; shift 3
+  local run rec sim
+  run=$(best $G run --servers 1 --gpus "$gpus" --devices-per-process "$per" --host-time fixed:1 -- "$@")
+  rec=$(best $G record --gpus "$((gpus / per))" --out "$T/rec" -- env GPUSIM_DEVICES="$per" "$@")
+  sim=$(best $G simulate "$T/rec" --servers 1)
+  printf "%-44s %9s %9s %9s %7.2f\n" "$name" "$run" "$rec" "$sim" "$(echo "$run / ($rec + $sim)" | bc -l)"
+}
+bench_pair "train.cc, 8 processes, 20 iterations" 8 1 "$TRAIN" --iters 20
+bench_pair "live_perf allreduce -g 8, 1M..1G, 20 iters" 8 8 "$PERF" -g 8 -b 1M -e 1G -n 20 -w 5
+
+echo "# 2. round trip of one blocking call (cudaStreamSynchronize on an idle stream)"
+base=$(best $G run --gpus 1 -- "$PERF" --mode syncs -n 0)
+many=$(best $G run --gpus 1 -- "$PERF" --mode syncs -n 20000)
+printf "per call: %.2f us (20000 calls: %s s, none: %s s)\n" \
+  "$(echo "($many - $base) / 20000 * 1000000" | bc -l)" "$many" "$base"
+"$B/bin/gpusim-bench-uds-pingpong" 20000
+
+echo "# 3. 64 processes (train.cc) on this machine"
+t0=$(now)
+$G run --servers 8 --gpus 64 --host-time fixed:1 --out "$T/t64" -- "$TRAIN" --iters 5 2>"$T/err64" >/dev/null
+t1=$(now)
+printf "64 ranks, 5 iterations: %.2f s wall; %s\n" "$(secs "$t0" "$t1")" "$(grep '^# simulated' "$T/err64")"
+$G simulate "$T/t64" --servers 8 >"$T/sim64"
+if diff <(grep -E '^ +[0-9]+ ' "$T/err64") <(grep -E '^ +[0-9]+ ' "$T/sim64") >/dev/null; then
+  echo "64 ranks: every rank's iteration row equals gpusim simulate of the recording"
+else
+  echo "64 ranks: MISMATCH with gpusim simulate"; exit 1
+fi
