@@ -3,6 +3,7 @@
 #include "ns3/gpu-spec.h"
 
 #include <cmath>
+#include <regex>
 #include <cstdlib>
 #include <sstream>
 
@@ -11,13 +12,21 @@ namespace ns3
 namespace gpusim
 {
 
+const std::set<std::string> kRepeatableOptions = {"scale-kernels", "no-dep"};
+
 Options::Options(const std::vector<std::string>& args,
                  const std::set<std::string>& valued,
-                 const std::set<std::string>& flags)
+                 const std::set<std::string>& flags,
+                 bool programAfter)
 {
     for (size_t i = 0; i < args.size(); ++i)
     {
         const std::string& a = args[i];
+        if (programAfter && (a == "--" || a.rfind("--", 0) != 0))
+        {
+            m_program.assign(args.begin() + i + (a == "--" ? 1 : 0), args.end());
+            break;
+        }
         if (a.rfind("--", 0) != 0)
         {
             m_positional.push_back(a);
@@ -50,7 +59,44 @@ Options::Options(const std::vector<std::string>& args,
             }
             value = args[++i];
         }
+        if (m_values.count(key) && !kRepeatableOptions.count(key))
+        {
+            throw UsageError("option --" + key + " given twice ('" + m_values[key].back() +
+                             "' and '" + value + "')");
+        }
         m_values[key].push_back(value);
+    }
+}
+
+const std::vector<std::string>&
+Options::Program() const
+{
+    return m_program;
+}
+
+void
+ParseKernelScale(const std::string& s, std::string& regex, double& factor)
+{
+    const auto eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+    {
+        throw UsageError("--scale-kernels expects REGEX=FACTOR, got '" + s + "'");
+    }
+    regex = s.substr(0, eq);
+    const std::string f = s.substr(eq + 1);
+    char* end = nullptr;
+    factor = std::strtod(f.c_str(), &end);
+    if (f.empty() || *end != '\0' || !std::isfinite(factor) || factor < 0)
+    {
+        throw UsageError("--scale-kernels factor must be a number >= 0, got '" + f + "'");
+    }
+    try
+    {
+        std::regex check(regex);
+    }
+    catch (const std::regex_error& e)
+    {
+        throw UsageError("--scale-kernels: bad regular expression '" + regex + "': " + e.what());
     }
 }
 

@@ -26,14 +26,18 @@ struct UsageError : std::runtime_error
     using std::runtime_error::runtime_error;
 };
 
-/// "--key value" / "--key=value" options; flags take no value. A valued option given
-/// several times keeps every value (All()); Get() returns the last one.
+/// "--key value" / "--key=value" options; flags take no value. Only the options in
+/// kRepeatableOptions may be given several times (All() returns every value, in order); any
+/// other option given twice is a usage error, never silently dropped.
+/// With `programAfter`, "--" or the first word that is not an option ends the options and the
+/// rest is a program command line (Program()), as `record` and `run` take it.
 class Options
 {
   public:
     Options(const std::vector<std::string>& args,
             const std::set<std::string>& valued,
-            const std::set<std::string>& flags);
+            const std::set<std::string>& flags,
+            bool programAfter = false);
 
     bool Has(const std::string& k) const;
     std::string Get(const std::string& k, const std::string& def) const;
@@ -44,11 +48,21 @@ class Options
     /// A non-negative integer; throws UsageError otherwise.
     uint32_t Count(const std::string& k, uint32_t def) const;
     const std::vector<std::string>& Positional() const;
+    /// The program command line (programAfter only; empty if none was given).
+    const std::vector<std::string>& Program() const;
 
   private:
     std::map<std::string, std::vector<std::string>> m_values;
     std::vector<std::string> m_positional;
+    std::vector<std::string> m_program;
 };
+
+/// Options that may be given several times (each value counts).
+extern const std::set<std::string> kRepeatableOptions;
+
+/// Parses one "--scale-kernels REGEX=FACTOR" value (FACTOR >= 0, REGEX a valid ECMAScript
+/// regular expression). Throws UsageError naming what is wrong.
+void ParseKernelScale(const std::string& s, std::string& regex, double& factor);
 
 /// Options that SpecFromOptions() reads.
 extern const std::set<std::string> kClusterOptions;

@@ -623,15 +623,12 @@ ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper)
     {
         UseKernelTable(helper, o.Get("kernel-table", ""), cm == "recorded");
     }
-    if (o.Has("scale-kernels"))
+    for (const std::string& s : o.All("scale-kernels"))
     {
-        const std::string s = o.Get("scale-kernels", "");
-        auto eq = s.rfind('=');
-        if (eq == std::string::npos)
-        {
-            throw UsageError("--scale-kernels expects REGEX=FACTOR");
-        }
-        helper.AddKernelScale(s.substr(0, eq), std::stod(s.substr(eq + 1)));
+        std::string re;
+        double factor;
+        ParseKernelScale(s, re, factor);
+        helper.AddKernelScale(re, factor);
     }
     helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(o.Has("trace")));
 }

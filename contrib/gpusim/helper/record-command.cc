@@ -1,5 +1,7 @@
 #include "ns3/record-command.h"
 
+#include "ns3/cli-options.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-spec.h"
@@ -39,10 +41,7 @@ namespace gpusim
 namespace
 {
 
-struct RecordUsage : std::runtime_error
-{
-    using std::runtime_error::runtime_error;
-};
+using RecordUsage = UsageError; // bad command line: usage printed, exit 1
 
 void
 PrintRecordUsage(std::ostream& os)
@@ -466,67 +465,40 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::string staging;
     try
     {
-        std::map<std::string, std::string> opts;
-        std::vector<std::string> program;
-        for (size_t i = 0; i < args.size(); ++i)
+        Options o(args, {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"},
+                  {"help"}, true);
+        if (o.Has("help"))
         {
-            const std::string& a = args[i];
-            if (a == "--")
-            {
-                program.assign(args.begin() + i + 1, args.end());
-                break;
-            }
-            if (a == "--help" || a == "-h")
-            {
-                PrintRecordUsage(out);
-                return 0;
-            }
-            if (a.rfind("--", 0) != 0)
-            {
-                program.assign(args.begin() + i, args.end()); // PROGRAM without "--"
-                break;
-            }
-            std::string key = a.substr(2);
-            std::string value;
-            auto eq = key.find('=');
-            if (eq != std::string::npos)
-            {
-                value = key.substr(eq + 1);
-                key = key.substr(0, eq);
-            }
-            else if (i + 1 < args.size())
-            {
-                value = args[++i];
-            }
-            else
-            {
-                throw RecordUsage("option --" + key + " needs a value");
-            }
-            if (key != "preset" && key != "gpu" && key != "gpus" && key != "out" &&
-                key != "timeout" && key != "kernel-table-template")
-            {
-                throw RecordUsage("unknown option --" + key);
-            }
-            opts[key] = value;
+            PrintRecordUsage(out);
+            return 0;
         }
+        const std::vector<std::string>& program = o.Program();
         if (program.empty())
         {
             throw RecordUsage("no program given (gpusim record [options] -- PROGRAM ARGS...)");
         }
         auto number = [&](const char* key, double def) {
-            auto it = opts.find(key);
-            if (it == opts.end())
+            if (!o.Has(key))
             {
                 return def;
             }
+            const std::string v = o.Get(key, "");
             char* end = nullptr;
-            double d = std::strtod(it->second.c_str(), &end);
-            if (it->second.empty() || *end || !std::isfinite(d) || d < 0)
+            double d = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end || !std::isfinite(d) || d < 0)
             {
                 throw RecordUsage(std::string("--") + key + " expects a non-negative number");
             }
             return d;
         };
+        std::map<std::string, std::string> opts;
+        for (const char* k : {"preset", "gpu", "out", "kernel-table-template"})
+        {
+            if (o.Has(k))
+            {
+                opts[k] = o.Get(k, "");
+            }
+        }
         const double gpusD = number("gpus", 1);
         if (gpusD < 1 || gpusD > 4096 || gpusD != std::floor(gpusD))
         {

@@ -71,18 +71,6 @@ ValidHostTime(const std::string& s)
 int
 RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::vector<std::string> mine;
-    std::vector<std::string> program;
-    bool sep = false;
-    for (const auto& a : args)
-    {
-        if (!sep && a == "--")
-        {
-            sep = true;
-            continue;
-        }
-        (sep ? program : mine).push_back(a);
-    }
     std::set<std::string> valued = {"gpus", "devices-per-process", "out", "sync", "host-time",
                                      "timeout", "json", "trace", "cost-model", "kernel-table",
                                      "scale-kernels"};
@@ -90,20 +78,13 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(mine, valued, {"help"});
+        Options o(args, valued, {"help"}, true);
         if (o.Has("help"))
         {
             PrintRunUsage(out);
             return 0;
         }
-        if (program.empty() && !o.Positional().empty())
-        {
-            program = o.Positional(); // "gpusim run ./prog" without "--"
-        }
-        else if (!o.Positional().empty())
-        {
-            throw UsageError("unexpected argument '" + o.Positional().front() + "' before --");
-        }
+        const std::vector<std::string>& program = o.Program();
         if (program.empty())
         {
             throw UsageError("no program given (gpusim run [options] -- PROGRAM ARGS...)");
