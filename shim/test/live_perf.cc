@@ -28,22 +28,7 @@
 #include "cuda_runtime.h"
 #include "nccl.h"
 
-#define CHECK_CUDA(x)                                                                     \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-#define CHECK_NCCL(x)                                                                       \
-  do {                                                                                      \
-    ncclResult_t r_ = (x);                                                                  \
-    if (r_ != ncclSuccess) {                                                                \
-      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(r_)); \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
+#include "check-macros.h"
 
 namespace {
 

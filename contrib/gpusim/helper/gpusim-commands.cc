@@ -572,28 +572,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         out << "# cluster: " << DescribeCluster(spec) << "\n";
         PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
-        for (const auto& e : rep.errors)
-        {
-            err << "gpusim simulate: device error: " << e << "\n";
-        }
-        if (!rep.completed)
-        {
-            err << "gpusim simulate: the simulation stopped with work still waiting:\n"
-                << rep.stuck;
-            Simulator::Destroy();
-            return 3;
-        }
-        if (o.Has("json"))
-        {
-            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
-        }
-        if (o.Has("trace"))
-        {
-            WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
-        }
-        w->Dispose();
-        Simulator::Destroy();
-        return 0;
+        return FinishSimulation("simulate", o, w, rep, err);
     }
     catch (const UsageError& e)
     {
@@ -631,6 +610,40 @@ ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper)
         helper.AddKernelScale(re, factor);
     }
     helper.SetWorkloadAttribute("RecordTransfers", BooleanValue(o.Has("trace")));
+}
+
+int
+FinishSimulation(const std::string& command,
+                 const Options& o,
+                 Ptr<GpuWorkload> w,
+                 const RunReport& rep,
+                 std::ostream& err)
+{
+    for (const auto& e : rep.errors)
+    {
+        err << "gpusim " << command << ": device error: " << e << "\n";
+    }
+    int code = 0;
+    if (!rep.completed)
+    {
+        err << "gpusim " << command << ": the simulation stopped with work still waiting:\n"
+            << rep.stuck;
+        code = 3;
+    }
+    else
+    {
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
+        }
+        if (o.Has("trace"))
+        {
+            WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
+        }
+    }
+    w->Dispose();
+    Simulator::Destroy();
+    return code;
 }
 
 void

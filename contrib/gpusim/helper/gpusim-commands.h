@@ -29,6 +29,14 @@ void ConfigureNccl(const Options& o, GpuWorkloadHelper& h);
 /// Cost model and what-ifs from --cost-model, --kernel-table, --scale-kernels; --trace keeps
 /// network transfers for the trace.
 void ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper);
+/// After Simulator::Run(): reports device errors and, for a stuck run, what still waits
+/// (returns 3); otherwise writes --json / --trace (returns 0). Disposes the workload and
+/// destroys the simulator either way.
+int FinishSimulation(const std::string& command,
+                     const Options& o,
+                     Ptr<GpuWorkload> w,
+                     const RunReport& rep,
+                     std::ostream& err);
 /// The per-rank iteration table `simulate` and `run` print.
 void PrintIterations(std::ostream& out, const GpuWorkload& w);
 

@@ -1,6 +1,7 @@
 #include "ns3/record-command.h"
 
 #include "ns3/cli-options.h"
+#include "ns3/program-launcher.h"
 
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
@@ -185,164 +186,6 @@ PublishTrace(const std::string& staging, const std::string& dir)
         }
     }
     RemoveTree(staging);
-}
-
-std::string
-DescribeStatus(int status)
-{
-    if (WIFEXITED(status))
-    {
-        const int code = WEXITSTATUS(status);
-        if (code == 127)
-        {
-            return "exited with status 127 (command not found or not executable?)";
-        }
-        return "exited with status " + std::to_string(code);
-    }
-    if (WIFSIGNALED(status))
-    {
-        const int sig = WTERMSIG(status);
-        return std::string("was killed by signal ") + std::to_string(sig) + " (" +
-               strsignal(sig) + ")";
-    }
-    return "stopped";
-}
-
-/// Set by SIGINT/SIGTERM while ranks run: the ranks are in their own process groups, so a
-/// Ctrl-C at the terminal reaches only us, and we must stop them ourselves.
-volatile sig_atomic_t g_interrupted = 0;
-
-void
-OnInterrupt(int sig)
-{
-    g_interrupted = sig;
-}
-
-/// Installs OnInterrupt for SIGINT/SIGTERM for its lifetime, restoring the old handlers.
-class InterruptGuard
-{
-  public:
-    InterruptGuard()
-    {
-        g_interrupted = 0;
-        struct sigaction sa = {};
-        sa.sa_handler = OnInterrupt;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &m_oldInt);
-        sigaction(SIGTERM, &sa, &m_oldTerm);
-    }
-
-    ~InterruptGuard()
-    {
-        sigaction(SIGINT, &m_oldInt, nullptr);
-        sigaction(SIGTERM, &m_oldTerm, nullptr);
-    }
-
-  private:
-    struct sigaction m_oldInt;
-    struct sigaction m_oldTerm;
-};
-
-struct RankProcess
-{
-    pid_t pid = -1;
-    int status = 0;
-    bool done = false;
-};
-
-/// Signals every still-running rank's process group.
-void
-SignalAll(std::vector<RankProcess>& procs, int sig)
-{
-    for (auto& p : procs)
-    {
-        if (!p.done && p.pid > 0)
-        {
-            ::kill(-p.pid, sig);
-        }
-    }
-}
-
-/// Reaps whatever has exited; returns true when all ranks are done.
-bool
-Reap(std::vector<RankProcess>& procs)
-{
-    bool all = true;
-    for (auto& p : procs)
-    {
-        if (p.done)
-        {
-            continue;
-        }
-        int status = 0;
-        pid_t r = ::waitpid(p.pid, &status, WNOHANG);
-        if (r == p.pid || (r < 0 && errno == ECHILD))
-        {
-            p.done = true;
-            p.status = r == p.pid ? status : 0;
-        }
-        else
-        {
-            all = false;
-        }
-    }
-    return all;
-}
-
-/// Stops the remaining ranks: SIGTERM, a short grace period, then SIGKILL.
-void
-StopAll(std::vector<RankProcess>& procs)
-{
-    SignalAll(procs, SIGTERM);
-    for (int i = 0; i < 100 && !Reap(procs); ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    SignalAll(procs, SIGKILL);
-    while (!Reap(procs))
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-}
-
-pid_t
-SpawnRank(const std::vector<std::string>& program, const std::map<std::string, std::string>& env)
-{
-    std::vector<char*> argv;
-    for (const auto& a : program)
-    {
-        argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    pid_t pid = ::fork();
-    if (pid == 0)
-    {
-        // Own process group, so a failing job's helpers (shells, children) are stopped too.
-        ::setpgid(0, 0);
-        // A background process group must not read the terminal (it would stop on SIGTTIN);
-        // ranks get /dev/null as stdin, as gpusim-launch's background ranks do.
-        int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-        {
-            ::dup2(devnull, STDIN_FILENO);
-            ::close(devnull);
-        }
-        for (const auto& [k, v] : env)
-        {
-            ::setenv(k.c_str(), v.c_str(), 1);
-        }
-        ::execvp(argv[0], argv.data());
-        std::fprintf(stderr, "gpusim record: cannot run %s: %s\n", argv[0], std::strerror(errno));
-        ::_exit(127);
-    }
-    if (pid > 0)
-    {
-        ::setpgid(pid, pid); // also from the parent: no race with an early kill
-    }
-    return pid;
 }
 
 } // namespace
@@ -566,33 +409,31 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
         const uint32_t perServer = std::max<uint32_t>(1, spec.gpusPerServer);
         InterruptGuard interrupts;
-        std::vector<RankProcess> procs(gpus);
+        ProgramLauncher procs;
         const auto start = std::chrono::steady_clock::now();
         for (uint32_t r = 0; r < gpus; ++r)
         {
             env["GPUSIM_RANK"] = std::to_string(r);
             env["GPUSIM_LOCAL_RANK"] = std::to_string(r % perServer);
-            procs[r].pid = SpawnRank(program, env);
-            if (procs[r].pid < 0)
-            {
-                procs.resize(r);
-                StopAll(procs);
-                throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-            }
+            procs.Spawn(program, env); // on failure, the launcher stops the ranks started
         }
 
         // Wait; the first failing rank stops the others (they could wait forever for it).
-        int failedRank = -1;
-        bool timedOut = false;
-        while (!Reap(procs) && !g_interrupted)
-        {
-            for (uint32_t r = 0; r < procs.size() && failedRank < 0; ++r)
+        auto failed = [&procs]() {
+            for (size_t r = 0; r < procs.Processes().size(); ++r)
             {
-                if (procs[r].done && procs[r].status != 0)
+                if (procs.Processes()[r].done && procs.Processes()[r].status != 0)
                 {
-                    failedRank = static_cast<int>(r);
+                    return static_cast<int>(r);
                 }
             }
+            return -1;
+        };
+        int failedRank = -1;
+        bool timedOut = false;
+        while (!procs.Reap() && !InterruptGuard::Received())
+        {
+            failedRank = failed();
             if (failedRank >= 0)
             {
                 break;
@@ -606,23 +447,21 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
-        if (failedRank >= 0 || timedOut || g_interrupted)
+        const int sig = InterruptGuard::Received();
+        if (failedRank >= 0 || timedOut || sig)
         {
-            StopAll(procs);
+            procs.StopAll();
         }
-        if (g_interrupted)
+        if (sig)
         {
-            err << "gpusim record: interrupted (signal " << g_interrupted
+            err << "gpusim record: interrupted (signal " << sig
                 << "); all ranks were stopped, no trace written\n";
             RemoveTree(staging);
-            return 128 + g_interrupted;
+            return 128 + sig;
         }
-        for (uint32_t r = 0; r < procs.size() && failedRank < 0 && !timedOut; ++r)
+        if (failedRank < 0 && !timedOut)
         {
-            if (procs[r].status != 0)
-            {
-                failedRank = static_cast<int>(r);
-            }
+            failedRank = failed();
         }
         const std::string prog = program.front();
         if (timedOut)
@@ -635,7 +474,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (failedRank >= 0)
         {
             err << "gpusim record: error: rank " << failedRank << " of " << gpus << " (" << prog
-                << ") " << DescribeStatus(procs[failedRank].status)
+                << ") " << ProgramLauncher::DescribeStatus(procs.Processes()[failedRank].status)
                 << (gpus > 1 ? "; the other ranks were stopped" : "") << ", no trace written\n";
             RemoveTree(staging);
             return 2;

@@ -195,32 +195,15 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
                       static_cast<unsigned long long>(live->GetStats().answers),
                       live->GetStats().waitForProgramS);
         err << summary;
-        for (const auto& e : rep.errors)
-        {
-            err << "gpusim run: device error: " << e << "\n";
-        }
         const int sig = InterruptGuard::Received();
         if (!ended && !live->GetEndReason().empty())
         {
             err << "gpusim run: " << live->GetEndReason() << "\n";
         }
-        if (!rep.completed)
+        if (FinishSimulation("run", o, w, rep, err) != 0)
         {
-            err << "gpusim run: the simulation stopped with work still waiting:\n" << rep.stuck;
-            w->Dispose();
-            Simulator::Destroy();
             return sig ? 128 + sig : 3;
         }
-        if (o.Has("json"))
-        {
-            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
-        }
-        if (o.Has("trace"))
-        {
-            WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
-        }
-        w->Dispose();
-        Simulator::Destroy();
         if (sig)
         {
             return 128 + sig;
