@@ -188,6 +188,244 @@ PublishTrace(const std::string& staging, const std::string& dir)
     RemoveTree(staging);
 }
 
+/// What the command line asks of a recording (validated).
+struct RecordSettings
+{
+    uint32_t gpus = 1;
+    double timeout = 0;
+    std::string preset;
+    ClusterSpec spec;
+    std::string gpuModel;
+    GpuSpec gpuSpec;
+    std::map<std::string, std::string> opts; //!< preset, gpu, out, kernel-table-template
+};
+
+RecordSettings
+ParseRecordSettings(const Options& o)
+{
+    auto number = [&](const char* key, double def) {
+        if (!o.Has(key))
+        {
+            return def;
+        }
+        const std::string v = o.Get(key, "");
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !std::isfinite(d) || d < 0)
+        {
+            throw RecordUsage(std::string("--") + key + " expects a non-negative number");
+        }
+        return d;
+    };
+    std::map<std::string, std::string> opts;
+    for (const char* k : {"preset", "gpu", "out", "kernel-table-template"})
+    {
+        if (o.Has(k))
+        {
+            opts[k] = o.Get(k, "");
+        }
+    }
+    const double gpusD = number("gpus", 1);
+    if (gpusD < 1 || gpusD > 4096 || gpusD != std::floor(gpusD))
+    {
+        throw RecordUsage("--gpus expects an integer in 1..4096");
+    }
+    const uint32_t gpus = static_cast<uint32_t>(gpusD);
+    const double timeout = number("timeout", 0);
+
+    const std::string preset = opts.count("preset") ? opts["preset"] : "dgx-h100";
+    ClusterSpec spec;
+    if (!LookupClusterPreset(preset, spec))
+    {
+        throw RecordUsage("unknown preset '" + preset + "' (known: " + KnownClusterPresets() +
+                          ")");
+    }
+    const std::string gpuModel = opts.count("gpu") ? opts["gpu"] : spec.gpuModel;
+    GpuSpec gpuSpec;
+    if (!LookupGpuSpec(gpuModel, gpuSpec))
+    {
+        throw RecordUsage("unknown GPU model '" + gpuModel + "' (known: " + KnownGpuModels() +
+                          ")");
+    }
+    RecordSettings set;
+    set.gpus = gpus;
+    set.timeout = timeout;
+    set.preset = preset;
+    set.spec = spec;
+    set.gpuModel = gpuModel;
+    set.gpuSpec = gpuSpec;
+    set.opts = opts;
+    return set;
+}
+
+/// The environment of every rank process of a recording (the rank variables are added per
+/// process).
+std::map<std::string, std::string>
+RecordEnvironment(const std::string& libdir,
+                  const std::string& staging,
+                  const std::string& gpuModel,
+                  uint32_t gpus,
+                  double timeout)
+{
+    std::map<std::string, std::string> env;
+    env["GPUSIM_RECORD_DIR"] = staging;
+    env["GPUSIM_WORLD_SIZE"] = std::to_string(gpus);
+    env["GPUSIM_UNIQUE_ID_FILE"] = staging + "/.nccl-unique-id";
+    env["GPUSIM_GPU"] = gpuModel;
+    const char* ld = std::getenv("LD_LIBRARY_PATH");
+    env["LD_LIBRARY_PATH"] = libdir + (ld && *ld ? ":" + std::string(ld) : "");
+    const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+    if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
+    {
+        env["NVTX_INJECTION64_PATH"] = libdir + "/libgpusim-nvtx.so";
+    }
+    if (timeout > 0)
+    {
+        // A rank waiting for a dead rank 0's unique id gives up no later than we do.
+        env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(std::ceil(timeout)));
+    }
+    return env;
+}
+
+/// How the ranks of a recording ended.
+struct RanksOutcome
+{
+    int failedRank = -1; //!< first failing rank (rank order), -1 if none
+    int failedStatus = 0;
+    bool timedOut = false;
+    int signal = 0; //!< SIGINT/SIGTERM received (InterruptGuard)
+};
+
+/// Runs the ranks and waits for them; the first failing rank, a timeout or an interrupt stops
+/// the others (they could wait forever for it).
+RanksOutcome
+RunRanks(const std::vector<std::string>& program,
+         std::map<std::string, std::string> env,
+         uint32_t gpus,
+         uint32_t perServer,
+         double timeout)
+{
+    ProgramLauncher procs;
+    const auto start = std::chrono::steady_clock::now();
+    for (uint32_t r = 0; r < gpus; ++r)
+    {
+        env["GPUSIM_RANK"] = std::to_string(r);
+        env["GPUSIM_LOCAL_RANK"] = std::to_string(r % perServer);
+        procs.Spawn(program, env); // on failure, the launcher stops the ranks started
+    }
+    auto failed = [&procs]() {
+        for (size_t r = 0; r < procs.Processes().size(); ++r)
+        {
+            if (procs.Processes()[r].done && procs.Processes()[r].status != 0)
+            {
+                return static_cast<int>(r);
+            }
+        }
+        return -1;
+    };
+    RanksOutcome o;
+    while (!procs.Reap() && !InterruptGuard::Received())
+    {
+        o.failedRank = failed();
+        if (o.failedRank >= 0)
+        {
+            break;
+        }
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (timeout > 0 && elapsed > timeout)
+        {
+            o.timedOut = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    o.signal = InterruptGuard::Received();
+    if (o.failedRank >= 0 || o.timedOut || o.signal)
+    {
+        procs.StopAll();
+    }
+    if (o.failedRank < 0 && !o.timedOut)
+    {
+        o.failedRank = failed();
+    }
+    if (o.failedRank >= 0)
+    {
+        o.failedStatus = procs.Processes()[o.failedRank].status;
+    }
+    return o;
+}
+
+/// Per-rank op counts of a recorded job, and the NCCL operations of rank 0.
+void
+PrintRankTable(std::ostream& out, const JobTrace& job)
+{
+    out << "#  rank        ops   kernels  gemms  copies  collectives  p2p  syncs  markers\n";
+    std::map<std::string, uint64_t> collCounts;
+    std::map<std::string, bool> comms;
+    for (const auto& r : job.ranks)
+    {
+        uint64_t kernels = 0, gemms = 0, copies = 0, colls = 0, p2p = 0, syncs = 0, marks = 0;
+        for (const auto& op : r.ops)
+        {
+            switch (op.kind)
+            {
+            case OpKind::Kernel:
+                ++kernels;
+                gemms += op.gemm.m ? 1 : 0;
+                break;
+            case OpKind::Memcpy:
+            case OpKind::Memset:
+                ++copies;
+                break;
+            case OpKind::Collective:
+                if (op.coll == CollKind::Send || op.coll == CollKind::Recv)
+                {
+                    ++p2p;
+                }
+                else
+                {
+                    ++colls;
+                }
+                if (r.rank == 0)
+                {
+                    ++collCounts[ToString(op.coll)];
+                }
+                comms[op.comm] = true;
+                break;
+            case OpKind::StreamSync:
+            case OpKind::EventSync:
+            case OpKind::DeviceSync:
+                ++syncs;
+                break;
+            case OpKind::Marker:
+                ++marks;
+                break;
+            default:
+                break;
+            }
+        }
+        char line[160];
+        std::snprintf(line, sizeof(line),
+                      "%7u  %9zu  %8llu  %5llu  %6llu  %11llu  %3llu  %5llu  %7llu\n",
+                      r.rank, r.ops.size(), (unsigned long long)kernels,
+                      (unsigned long long)gemms, (unsigned long long)copies,
+                      (unsigned long long)colls, (unsigned long long)p2p,
+                      (unsigned long long)syncs, (unsigned long long)marks);
+        out << line;
+    }
+    out << "# NCCL on rank 0:";
+    if (collCounts.empty())
+    {
+        out << " none";
+    }
+    for (const auto& [name, n] : collCounts)
+    {
+        out << " " << name << " " << n;
+    }
+    out << " (" << comms.size() << " communicator" << (comms.size() == 1 ? "" : "s") << ")\n";
+}
+
 } // namespace
 
 std::string
@@ -320,51 +558,14 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         {
             throw RecordUsage("no program given (gpusim record [options] -- PROGRAM ARGS...)");
         }
-        auto number = [&](const char* key, double def) {
-            if (!o.Has(key))
-            {
-                return def;
-            }
-            const std::string v = o.Get(key, "");
-            char* end = nullptr;
-            double d = std::strtod(v.c_str(), &end);
-            if (v.empty() || *end || !std::isfinite(d) || d < 0)
-            {
-                throw RecordUsage(std::string("--") + key + " expects a non-negative number");
-            }
-            return d;
-        };
-        std::map<std::string, std::string> opts;
-        for (const char* k : {"preset", "gpu", "out", "kernel-table-template"})
-        {
-            if (o.Has(k))
-            {
-                opts[k] = o.Get(k, "");
-            }
-        }
-        const double gpusD = number("gpus", 1);
-        if (gpusD < 1 || gpusD > 4096 || gpusD != std::floor(gpusD))
-        {
-            throw RecordUsage("--gpus expects an integer in 1..4096");
-        }
-        const uint32_t gpus = static_cast<uint32_t>(gpusD);
-        const double timeout = number("timeout", 0);
-
-        const std::string preset = opts.count("preset") ? opts["preset"] : "dgx-h100";
-        ClusterSpec spec;
-        if (!LookupClusterPreset(preset, spec))
-        {
-            throw RecordUsage("unknown preset '" + preset + "' (known: " + KnownClusterPresets() +
-                              ")");
-        }
-        const std::string gpuModel = opts.count("gpu") ? opts["gpu"] : spec.gpuModel;
-        GpuSpec gpuSpec;
-        if (!LookupGpuSpec(gpuModel, gpuSpec))
-        {
-            throw RecordUsage("unknown GPU model '" + gpuModel + "' (known: " + KnownGpuModels() +
-                              ")");
-        }
-
+        const RecordSettings set = ParseRecordSettings(o);
+        const uint32_t gpus = set.gpus;
+        const double timeout = set.timeout;
+        const std::string& preset = set.preset;
+        const ClusterSpec& spec = set.spec;
+        const std::string& gpuModel = set.gpuModel;
+        const GpuSpec& gpuSpec = set.gpuSpec;
+        std::map<std::string, std::string> opts = set.opts;
         std::string tried;
         const std::string libdir = FindShimLibDir(&tried);
         if (libdir.empty())
@@ -389,80 +590,19 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             throw std::runtime_error("cannot create " + staging + ": " + std::strerror(errno));
         }
 
-        std::map<std::string, std::string> env;
-        env["GPUSIM_RECORD_DIR"] = staging;
-        env["GPUSIM_WORLD_SIZE"] = std::to_string(gpus);
-        env["GPUSIM_UNIQUE_ID_FILE"] = staging + "/.nccl-unique-id";
-        env["GPUSIM_GPU"] = gpuModel;
-        const char* ld = std::getenv("LD_LIBRARY_PATH");
-        env["LD_LIBRARY_PATH"] = libdir + (ld && *ld ? ":" + std::string(ld) : "");
-        const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
-        if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
-        {
-            env["NVTX_INJECTION64_PATH"] = libdir + "/libgpusim-nvtx.so";
-        }
-        if (timeout > 0)
-        {
-            // A rank waiting for a dead rank 0's unique id gives up no later than we do.
-            env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(std::ceil(timeout)));
-        }
-
-        const uint32_t perServer = std::max<uint32_t>(1, spec.gpusPerServer);
+        std::map<std::string, std::string> env = RecordEnvironment(libdir, staging, gpuModel, gpus, timeout);
         InterruptGuard interrupts;
-        ProgramLauncher procs;
         const auto start = std::chrono::steady_clock::now();
-        for (uint32_t r = 0; r < gpus; ++r)
+        RanksOutcome ranks = RunRanks(program, env, gpus, std::max<uint32_t>(1, spec.gpusPerServer), timeout);
+        if (ranks.signal)
         {
-            env["GPUSIM_RANK"] = std::to_string(r);
-            env["GPUSIM_LOCAL_RANK"] = std::to_string(r % perServer);
-            procs.Spawn(program, env); // on failure, the launcher stops the ranks started
-        }
-
-        // Wait; the first failing rank stops the others (they could wait forever for it).
-        auto failed = [&procs]() {
-            for (size_t r = 0; r < procs.Processes().size(); ++r)
-            {
-                if (procs.Processes()[r].done && procs.Processes()[r].status != 0)
-                {
-                    return static_cast<int>(r);
-                }
-            }
-            return -1;
-        };
-        int failedRank = -1;
-        bool timedOut = false;
-        while (!procs.Reap() && !InterruptGuard::Received())
-        {
-            failedRank = failed();
-            if (failedRank >= 0)
-            {
-                break;
-            }
-            const double elapsed =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            if (timeout > 0 && elapsed > timeout)
-            {
-                timedOut = true;
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        const int sig = InterruptGuard::Received();
-        if (failedRank >= 0 || timedOut || sig)
-        {
-            procs.StopAll();
-        }
-        if (sig)
-        {
-            err << "gpusim record: interrupted (signal " << sig
+            err << "gpusim record: interrupted (signal " << ranks.signal
                 << "); all ranks were stopped, no trace written\n";
             RemoveTree(staging);
-            return 128 + sig;
+            return 128 + ranks.signal;
         }
-        if (failedRank < 0 && !timedOut)
-        {
-            failedRank = failed();
-        }
+        const int failedRank = ranks.failedRank;
+        const bool timedOut = ranks.timedOut;
         const std::string prog = program.front();
         if (timedOut)
         {
@@ -474,7 +614,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (failedRank >= 0)
         {
             err << "gpusim record: error: rank " << failedRank << " of " << gpus << " (" << prog
-                << ") " << ProgramLauncher::DescribeStatus(procs.Processes()[failedRank].status)
+                << ") " << ProgramLauncher::DescribeStatus(ranks.failedStatus)
                 << (gpus > 1 ? "; the other ranks were stopped" : "") << ", no trace written\n";
             RemoveTree(staging);
             return 2;
@@ -517,70 +657,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             << std::fixed;
         out.precision(2);
         out << wall << " s\n";
-        out << "#  rank        ops   kernels  gemms  copies  collectives  p2p  syncs  markers\n";
-        std::map<std::string, uint64_t> collCounts;
-        std::map<std::string, bool> comms;
-        for (const auto& r : job.ranks)
-        {
-            uint64_t kernels = 0, gemms = 0, copies = 0, colls = 0, p2p = 0, syncs = 0, marks = 0;
-            for (const auto& op : r.ops)
-            {
-                switch (op.kind)
-                {
-                case OpKind::Kernel:
-                    ++kernels;
-                    gemms += op.gemm.m ? 1 : 0;
-                    break;
-                case OpKind::Memcpy:
-                case OpKind::Memset:
-                    ++copies;
-                    break;
-                case OpKind::Collective:
-                    if (op.coll == CollKind::Send || op.coll == CollKind::Recv)
-                    {
-                        ++p2p;
-                    }
-                    else
-                    {
-                        ++colls;
-                    }
-                    if (r.rank == 0)
-                    {
-                        ++collCounts[ToString(op.coll)];
-                    }
-                    comms[op.comm] = true;
-                    break;
-                case OpKind::StreamSync:
-                case OpKind::EventSync:
-                case OpKind::DeviceSync:
-                    ++syncs;
-                    break;
-                case OpKind::Marker:
-                    ++marks;
-                    break;
-                default:
-                    break;
-                }
-            }
-            char line[160];
-            std::snprintf(line, sizeof(line),
-                          "%7u  %9zu  %8llu  %5llu  %6llu  %11llu  %3llu  %5llu  %7llu\n",
-                          r.rank, r.ops.size(), (unsigned long long)kernels,
-                          (unsigned long long)gemms, (unsigned long long)copies,
-                          (unsigned long long)colls, (unsigned long long)p2p,
-                          (unsigned long long)syncs, (unsigned long long)marks);
-            out << line;
-        }
-        out << "# NCCL on rank 0:";
-        if (collCounts.empty())
-        {
-            out << " none";
-        }
-        for (const auto& [name, n] : collCounts)
-        {
-            out << " " << name << " " << n;
-        }
-        out << " (" << comms.size() << " communicator" << (comms.size() == 1 ? "" : "s") << ")\n";
+        PrintRankTable(out, job);
         out << "# " << GroupIdenticalRanks(job).Summary() << "\n";
         try
         {
