@@ -73,6 +73,31 @@ CommSizes(const RankTrace& rank)
     return sizes;
 }
 
+/// Rescales a collective of a g-rank communicator that becomes an n-rank one so that each
+/// rank still contributes what it did in the trace. `bytes` is the whole per-rank buffer
+/// (doc/op-ir.md): for AllReduce, Broadcast and Reduce that is the payload itself; AllGather's
+/// receive buffer and ReduceScatter's and AllToAll's send buffers hold one piece per rank, so
+/// they grow with the rank count.
+void
+KeepPerRankPayload(Op& op, uint32_t g, uint32_t n)
+{
+    // floor(x * n / g) without overflowing x * n.
+    auto scale = [g, n](uint64_t x) { return x / g * n + x % g * n / g; };
+    switch (op.coll)
+    {
+    case CollKind::AllGather:
+        op.bytes = scale(op.bytes); // count is the per-rank input (NCCL's sendcount)
+        break;
+    case CollKind::ReduceScatter:
+    case CollKind::AllToAll:
+        op.bytes = scale(op.bytes); // count, like bytes, covers the whole send buffer
+        op.count = scale(op.count);
+        break;
+    default:
+        break;
+    }
+}
+
 /// Replicates `tmpl` into n data-parallel ranks (see PrepareReplayJob).
 JobTrace
 ReplicateDataParallel(const RankTrace& tmpl, uint32_t n, const std::string& source)
@@ -117,11 +142,17 @@ ReplicateDataParallel(const RankTrace& tmpl, uint32_t n, const std::string& sour
             {
                 int32_t size = 0;
                 int32_t rank = 0;
+                auto it = sizes.find(op.comm);
+                const int32_t recordedSize = it == sizes.end() ? world : it->second;
                 op.comm = remap(op.comm, r, size, rank);
                 if (op.kind == OpKind::CommInit)
                 {
                     op.nranks = size;
                     op.commRank = rank;
+                }
+                else if (size != recordedSize && recordedSize > 0)
+                {
+                    KeepPerRankPayload(op, recordedSize, size);
                 }
             }
         }

@@ -33,8 +33,10 @@ enum class ReplayCommMode : uint8_t
 ///    communicator) is expanded into W identical data-parallel replicas; multi-rank input is
 ///    used as it is.
 ///  - Simulated, dataParallel == N > 0: rank 0 is replicated into N ranks; communicators
-///    spanning the whole recorded job become N-rank ones (same per-rank payload), smaller
-///    ones (G ranks) are replicated per group of G (N must be a multiple of G).
+///    spanning the whole recorded job become N-rank ones with the same per-rank payload
+///    (AllGather, ReduceScatter and AllToAll buffers, which hold one piece per rank, scale
+///    by N / recorded size; AllReduce, Broadcast and Reduce keep their bytes); smaller ones
+///    (G ranks) are replicated per group of G (N must be a multiple of G).
 /// Throws std::invalid_argument when the job cannot be expanded.
 std::shared_ptr<JobTrace> PrepareReplayJob(const JobTrace& job,
                                            ReplayCommMode mode,

@@ -335,8 +335,10 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         {
             continue;
         }
+        // Syncs stay items with gpu_cpu off too: their host time before and after the wait
+        // must stay host time while the wait itself goes.
         bool relevant = gpuOfCall.count(i) || eventOfRecord.count(i) || waitsOfCall.count(i) ||
-                        (opt.gpuCpu && syncOfCall.count(i));
+                        syncOfCall.count(i);
         if (relevant)
         {
             add(e, HostItem{e.tsUs, HostItem::Call, i});
@@ -669,6 +671,11 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
                                 emitGpuSide(std::move(op), c);
                             }
                         }
+                    }
+                    else if (!opt.gpuCpu)
+                    {
+                        // gpu_cpu ablation: the call returns without waiting.
+                        emitHost(pre, e.name);
                     }
                     else
                     {

@@ -2,6 +2,7 @@
 #include "cli-test-util.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
+#include "test-temp-dir.h"
 
 #include <fstream>
 #include <gtest/gtest.h>
@@ -15,11 +16,12 @@ using namespace ns3::gpusim;
 namespace
 {
 
+/// A fresh path in this run's temp dir, which is removed when the test binary exits.
 std::string
 TempPath(const std::string& name)
 {
-    char tmpl[] = "/tmp/gpusim-cli-XXXXXX";
-    return std::string(mkdtemp(tmpl)) + "/" + name;
+    static TestTempDir dir("gpusim-cli");
+    return dir.Unique(name);
 }
 
 bool

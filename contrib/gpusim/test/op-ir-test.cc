@@ -1,6 +1,7 @@
 // Op IR on disk: round trip, validation and clear errors for malformed input.
 #include "ns3/job-builder.h"
 #include "ns3/op-ir.h"
+#include "test-temp-dir.h"
 
 #include <cstdio>
 #include <fstream>
@@ -14,11 +15,12 @@ using namespace ns3::gpusim;
 
 namespace
 {
+/// A new empty directory; all of them go when the test binary exits.
 std::string
 TempDir()
 {
-    char tmpl[] = "/tmp/gpusim-opir-XXXXXX";
-    return mkdtemp(tmpl);
+    static TestTempDir root("gpusim-opir");
+    return root.NewDir("trace");
 }
 
 void

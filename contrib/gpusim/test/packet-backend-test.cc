@@ -14,6 +14,7 @@
 #include "ns3/string.h"
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
+#include "test-temp-dir.h"
 
 #include <gtest/gtest.h>
 #include <map>
@@ -466,8 +467,8 @@ TEST_F(PacketBackendTest, JsonAndCsvCarryLinksSamplesAndCompletions)
         }
     }
     EXPECT_TRUE(found);
-    char tmpl[] = "/tmp/gpusim-packet-XXXXXX";
-    const std::string prefix = std::string(mkdtemp(tmpl)) + "/run";
+    TestTempDir dir("gpusim-packet");
+    const std::string prefix = dir.Path("run");
     pkt->WriteCsv(prefix);
     for (const char* f : {"-links.csv", "-samples.csv", "-transfers.csv"})
     {
