@@ -212,6 +212,194 @@ NcclTypeName(DataType t)
     }
 }
 
+/// One size of a `collective` sweep: what the table prints for it.
+struct SizeRun
+{
+    double us = 0;
+    std::string algo = "p2p";
+    std::string proto = "simple";
+    uint32_t channels = 1;
+    std::string networkJson;
+    std::string backendName;
+    bool stuck = false;
+    std::string stuckReport;
+};
+
+/// Simulates one size as an independent run (fresh simulator and backend, every rank launching
+/// at `offset`, like nccl-tests' steady state); moves `offset` past its end so the runs lie end
+/// to end on the trace's timeline.
+SizeRun
+SimulateOneSize(const Options& o,
+                GpuWorkloadHelper& helper,
+                GpuClusterHelper& cluster,
+                const NodeContainer& gpus,
+                CollKind kind,
+                DataType dtype,
+                bool sendrecv,
+                uint64_t size,
+                JsonWriter* trace,
+                Time& offset)
+{
+    const uint32_t n = gpus.GetN();
+    SizeRun res;
+    JobBuilder job(n);
+    job.AllRanks().CommInit("world").CreateStream(1, true);
+    if (sendrecv)
+    {
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            job.Rank(r)
+                .Send(1, "world", (r + 1) % n, size, 1)
+                .Recv(1, "world", (r + n - 1) % n, size, 1);
+        }
+        job.AllRanks();
+    }
+    else
+    {
+        job.Collective(1, kind, "world", size, dtype, 0);
+    }
+    job.SyncStream(1);
+    Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
+    res.backendName = backend->GetName();
+    helper.SetBackend(backend);
+    Ptr<GpuWorkload> w = helper.Install(job.BuildShared(), gpus, offset);
+    Simulator::Run();
+    RunReport rep = w->Check();
+    if (!rep.completed)
+    {
+        res.stuck = true;
+        res.stuckReport = rep.stuck;
+        Simulator::Destroy();
+        return res;
+    }
+    // Time: first launch to last completion over all ranks.
+    double t0 = 1e300, t1 = 0;
+    for (const auto& a : w->GetActivities())
+    {
+        if (a.communication)
+        {
+            t0 = std::min(t0, a.start.GetNanoSeconds() / 1e3);
+            t1 = std::max(t1, a.end.GetNanoSeconds() / 1e3);
+        }
+    }
+    res.us = t1 - t0;
+    Ptr<Communicator> comm = w->GetNcclWorld()->Find("world");
+    const CollectivePlan plan = w->GetNcclWorld()->Plan(kind, size, *comm);
+    if (!sendrecv)
+    {
+        res.algo = plan.algo;
+        res.channels = plan.channels;
+    }
+    res.proto = plan.proto;
+    if (trace)
+    {
+        w->WriteChromeTraceEvents(*trace);
+    }
+    if (o.Has("json"))
+    {
+        res.networkJson = backend->StatsJson();
+    }
+    if (o.Has("net-csv"))
+    {
+        // Per-link, per-queue and per-transfer tables of this size's run.
+        DynamicCast<PacketBackend>(backend)->WriteCsv(o.Get("net-csv", "") + "-" +
+                                                      std::to_string(size) + "B");
+    }
+    offset = rep.endTime + MicroSeconds(10);
+    w->Dispose();
+    Simulator::Destroy();
+    return res;
+}
+
+/// The nccl-tests-style table of a sweep (to `out`) and its JSON (returned).
+JsonWriter
+PrintCollectiveResults(std::ostream& out,
+                       const Options& o,
+                       const ClusterSpec& spec,
+                       const std::string& backendName,
+                       CollKind kind,
+                       bool sendrecv,
+                       DataType dtype,
+                       uint32_t n,
+                       const std::vector<uint64_t>& sizes,
+                       const std::vector<SizeRun>& runs)
+{
+    const uint64_t elem = DataTypeSize(dtype);
+    const std::string opLabel = sendrecv ? "sendrecv" : ToString(kind);
+    out << "# gpusim collective: " << opLabel << " on " << n << " GPUs\n";
+    out << "# cluster: " << DescribeCluster(spec) << "\n";
+    out << "# backend: " << backendName << ", efficiency: "
+        << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
+    out << "#\n";
+    out << "#       size         count      type   redop    root    algo   proto  ch"
+           "        time    algbw    busbw\n";
+    out << "#        (B)    (elements)                                                "
+           "  (us)   (GB/s)   (GB/s)\n";
+    JsonWriter j;
+    j.BeginObject();
+    j.Key("cluster").String(DescribeCluster(spec)).Key("backend").String(backendName);
+    j.Key("results").BeginArray();
+    double busSum = 0;
+    for (size_t i = 0; i < sizes.size(); ++i)
+    {
+        const double us = runs[i].us;
+        const double algbw = us > 0 ? sizes[i] / (us * 1e-6) / 1e9 : 0;
+        const double busbw = algbw * (sendrecv ? 1.0 : BusFactor(kind, n));
+        busSum += busbw;
+        const bool reduces = kind == CollKind::AllReduce || kind == CollKind::Reduce ||
+                             kind == CollKind::ReduceScatter;
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "%12llu  %12llu  %8s  %6s  %6s  %6s  %6s  %2u  %10.2f  %7.2f  %7.2f\n",
+                      static_cast<unsigned long long>(sizes[i]),
+                      static_cast<unsigned long long>(sizes[i] / elem), NcclTypeName(dtype),
+                      reduces ? "sum" : "none",
+                      (kind == CollKind::Broadcast || kind == CollKind::Reduce) ? "0" : "-1",
+                      runs[i].algo.c_str(), runs[i].proto.c_str(), runs[i].channels, us, algbw, busbw);
+        out << line;
+        j.BeginObject();
+        j.Key("op").String(opLabel).Key("bytes").Uint(sizes[i]);
+        j.Key("count").Uint(sizes[i] / elem).Key("type").String(NcclTypeName(dtype));
+        j.Key("ranks").Uint(n).Key("algo").String(runs[i].algo).Key("proto").String(runs[i].proto);
+        j.Key("channels").Uint(runs[i].channels);
+        j.Key("time_us").Double(us).Key("algbw_GBps").Double(algbw);
+        j.Key("busbw_GBps").Double(busbw);
+        if (!runs[i].networkJson.empty())
+        {
+            j.Key("network").Raw(runs[i].networkJson);
+        }
+        j.EndObject();
+    }
+    j.EndArray();
+    const double avg = busSum / sizes.size();
+    j.Key("avg_busbw_GBps").Double(avg);
+    j.EndObject();
+    char summary[128];
+    std::snprintf(summary, sizeof(summary), "# Avg bus bandwidth    : %.3f GB/s\n", avg);
+    out << "#\n" << summary;
+    return j;
+}
+
+/// nccl-tests' sizes from min to max by factor, rounded down to whole units, without repeats.
+std::vector<uint64_t>
+SweepSizes(uint64_t minBytes, uint64_t maxBytes, double factor, uint64_t unit)
+{
+    std::vector<uint64_t> sizes;
+    for (double b = static_cast<double>(minBytes); b <= maxBytes * 1.000001; b *= factor)
+    {
+        const uint64_t s = static_cast<uint64_t>(b) / unit * unit;
+        if (s > 0 && (sizes.empty() || s != sizes.back()))
+        {
+            sizes.push_back(s);
+        }
+        if (minBytes == maxBytes)
+        {
+            break;
+        }
+    }
+    return sizes;
+}
+
 } // namespace
 
 uint64_t
@@ -307,19 +495,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         const bool perRankBlocks = kind == CollKind::AllGather ||
                                    kind == CollKind::ReduceScatter || kind == CollKind::AllToAll;
         const uint64_t unit = perRankBlocks ? elem * n : elem;
-        std::vector<uint64_t> sizes;
-        for (double b = static_cast<double>(minBytes); b <= maxBytes * 1.000001; b *= factor)
-        {
-            const uint64_t s = static_cast<uint64_t>(b) / unit * unit;
-            if (s > 0 && (sizes.empty() || s != sizes.back()))
-            {
-                sizes.push_back(s);
-            }
-            if (minBytes == maxBytes)
-            {
-                break;
-            }
-        }
+        const std::vector<uint64_t> sizes = SweepSizes(minBytes, maxBytes, factor, unit);
         if (sizes.empty())
         {
             throw UsageError("no size in the range holds one element per rank");
@@ -335,84 +511,24 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         const bool progress = !o.Has("quiet");
         const bool tty = isatty(STDERR_FILENO);
         auto wallStart = std::chrono::steady_clock::now();
-        std::vector<double> times(sizes.size(), 0);
-        std::vector<std::string> algo(sizes.size(), "p2p");
-        std::vector<std::string> proto(sizes.size(), "simple");
-        std::vector<uint32_t> channels(sizes.size(), 1);
-        std::vector<std::string> networkJson(sizes.size());
+        std::vector<SizeRun> runs(sizes.size());
         std::string backendName;
         JsonWriter trace;
         trace.BeginObject().Key("displayTimeUnit").String("ns").Key("traceEvents").BeginArray();
         Time offset = Seconds(0);
         for (size_t i = 0; i < sizes.size(); ++i)
         {
-            JobBuilder job(n);
-            job.AllRanks().CommInit("world").CreateStream(1, true);
-            if (sendrecv)
-            {
-                for (uint32_t r = 0; r < n; ++r)
-                {
-                    job.Rank(r)
-                        .Send(1, "world", (r + 1) % n, sizes[i], 1)
-                        .Recv(1, "world", (r + n - 1) % n, sizes[i], 1);
-                }
-                job.AllRanks();
-            }
-            else
-            {
-                job.Collective(1, kind, "world", sizes[i], dtype, 0);
-            }
-            job.SyncStream(1);
-            Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
-            backendName = backend->GetName();
-            helper.SetBackend(backend);
-            Ptr<GpuWorkload> w = helper.Install(job.BuildShared(), gpus, offset);
-            Simulator::Run();
-            RunReport rep = w->Check();
-            if (!rep.completed)
+            const SizeRun r = SimulateOneSize(o, helper, cluster, gpus, kind, dtype, sendrecv,
+                                              sizes[i], wantTrace ? &trace : nullptr, offset);
+            if (r.stuck)
             {
                 err << "gpusim: the simulation of " << sizes[i]
                     << " B stopped with work still waiting:\n"
-                    << rep.stuck;
-                Simulator::Destroy();
+                    << r.stuckReport;
                 return 3;
             }
-            // Time: first launch to last completion over all ranks.
-            double t0 = 1e300, t1 = 0;
-            for (const auto& a : w->GetActivities())
-            {
-                if (a.communication)
-                {
-                    t0 = std::min(t0, a.start.GetNanoSeconds() / 1e3);
-                    t1 = std::max(t1, a.end.GetNanoSeconds() / 1e3);
-                }
-            }
-            times[i] = t1 - t0;
-            Ptr<Communicator> comm = w->GetNcclWorld()->Find("world");
-            const CollectivePlan plan = w->GetNcclWorld()->Plan(kind, sizes[i], *comm);
-            if (!sendrecv)
-            {
-                algo[i] = plan.algo;
-                channels[i] = plan.channels;
-            }
-            proto[i] = plan.proto;
-            if (wantTrace)
-            {
-                w->WriteChromeTraceEvents(trace);
-            }
-            if (o.Has("json"))
-            {
-                networkJson[i] = backend->StatsJson();
-            }
-            if (o.Has("net-csv"))
-            {
-                // Per-link, per-queue and per-transfer tables of this size's run.
-                DynamicCast<PacketBackend>(backend)->WriteCsv(o.Get("net-csv", "") + "-" +
-                                                              std::to_string(sizes[i]) + "B");
-            }
-            offset = rep.endTime + MicroSeconds(10);
-            w->Dispose();
-            Simulator::Destroy();
+            runs[i] = r;
+            backendName = r.backendName;
             if (progress)
             {
                 double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -429,59 +545,8 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         }
         trace.EndArray().EndObject();
 
-        const std::string opLabel = sendrecv ? "sendrecv" : ToString(kind);
-        out << "# gpusim collective: " << opLabel << " on " << n << " GPUs\n";
-        out << "# cluster: " << DescribeCluster(spec) << "\n";
-        out << "# backend: " << backendName << ", efficiency: "
-            << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
-        out << "#\n";
-        out << "#       size         count      type   redop    root    algo   proto  ch"
-               "        time    algbw    busbw\n";
-        out << "#        (B)    (elements)                                                "
-               "  (us)   (GB/s)   (GB/s)\n";
-        JsonWriter j;
-        j.BeginObject();
-        j.Key("cluster").String(DescribeCluster(spec)).Key("backend").String(backendName);
-        j.Key("results").BeginArray();
-        double busSum = 0;
-        for (size_t i = 0; i < sizes.size(); ++i)
-        {
-            const double us = times[i];
-            const double algbw = us > 0 ? sizes[i] / (us * 1e-6) / 1e9 : 0;
-            const double busbw = algbw * (sendrecv ? 1.0 : BusFactor(kind, n));
-            busSum += busbw;
-            const bool reduces = kind == CollKind::AllReduce || kind == CollKind::Reduce ||
-                                 kind == CollKind::ReduceScatter;
-            char line[256];
-            std::snprintf(line, sizeof(line),
-                          "%12llu  %12llu  %8s  %6s  %6s  %6s  %6s  %2u  %10.2f  %7.2f  %7.2f\n",
-                          static_cast<unsigned long long>(sizes[i]),
-                          static_cast<unsigned long long>(sizes[i] / elem), NcclTypeName(dtype),
-                          reduces ? "sum" : "none",
-                          (kind == CollKind::Broadcast || kind == CollKind::Reduce) ? "0" : "-1",
-                          algo[i].c_str(), proto[i].c_str(), channels[i], us, algbw, busbw);
-            out << line;
-            j.BeginObject();
-            j.Key("op").String(opLabel).Key("bytes").Uint(sizes[i]);
-            j.Key("count").Uint(sizes[i] / elem).Key("type").String(NcclTypeName(dtype));
-            j.Key("ranks").Uint(n).Key("algo").String(algo[i]).Key("proto").String(proto[i]);
-            j.Key("channels").Uint(channels[i]);
-            j.Key("time_us").Double(us).Key("algbw_GBps").Double(algbw);
-            j.Key("busbw_GBps").Double(busbw);
-            if (!networkJson[i].empty())
-            {
-                j.Key("network").Raw(networkJson[i]);
-            }
-            j.EndObject();
-        }
-        j.EndArray();
-        const double avg = busSum / sizes.size();
-        j.Key("avg_busbw_GBps").Double(avg);
-        j.EndObject();
-        char summary[128];
-        std::snprintf(summary, sizeof(summary), "# Avg bus bandwidth    : %.3f GB/s\n", avg);
-        out << "#\n" << summary;
-
+        JsonWriter j = PrintCollectiveResults(out, o, spec, backendName, kind, sendrecv, dtype, n,
+                                              sizes, runs);
         if (o.Has("json"))
         {
             WriteFileAtomically(o.Get("json", ""), j.Take() + "\n");
