@@ -8,6 +8,7 @@
 #include "ns3/uinteger.h"
 
 #include <cerrno>
+#include <dirent.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -119,7 +120,18 @@ LiveJobSource::DoDispose()
     {
         ::close(m_listenFd);
         m_listenFd = -1;
-        ::unlink(m_socketPath.c_str());
+        // The socket and the shared NCCL unique-id files (flat directory of our own).
+        if (DIR* d = ::opendir(m_socketDir.c_str()))
+        {
+            while (dirent* e = ::readdir(d))
+            {
+                if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+                {
+                    ::unlink((m_socketDir + "/" + e->d_name).c_str());
+                }
+            }
+            ::closedir(d);
+        }
         ::rmdir(m_socketDir.c_str());
     }
     m_launcher.StopAll(0.5);
@@ -145,10 +157,13 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     }
     m_program = program;
 
-    char dirTemplate[] = "/tmp/gpusim-live-XXXXXX";
-    if (!::mkdtemp(dirTemplate))
+    // In $TMPDIR when its path leaves room for a socket name (108 bytes at most), else /tmp.
+    const char* tmp = std::getenv("TMPDIR");
+    std::string base = tmp && *tmp && std::strlen(tmp) < 60 ? tmp : "/tmp";
+    std::string dirTemplate = base + "/gpusim-live-XXXXXX";
+    if (!::mkdtemp(&dirTemplate[0]))
     {
-        throw std::runtime_error(std::string("cannot create a socket directory: ") +
+        throw std::runtime_error("cannot create a socket directory in " + base + ": " +
                                  std::strerror(errno));
     }
     m_socketDir = dirTemplate;

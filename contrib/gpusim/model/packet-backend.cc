@@ -381,33 +381,7 @@ PacketBackend::Build()
             m_linkIface.push_back(addInterface(from, dev));
         }
     }
-    // m_packetLinks was filled pairwise; keep the accessor's promise of ascending ids.
-    {
-        std::vector<uint32_t> order(m_packetLinks.size());
-        for (uint32_t i = 0; i < order.size(); ++i)
-        {
-            order[i] = i;
-        }
-        std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-            return m_packetLinks[a] < m_packetLinks[b];
-        });
-        auto permute = [&](auto& v) {
-            auto copy = v;
-            for (uint32_t i = 0; i < order.size(); ++i)
-            {
-                v[i] = copy[order[i]];
-            }
-        };
-        permute(m_packetLinks);
-        permute(m_linkDev);
-        permute(m_linkQdisc);
-        permute(m_linkIface);
-        permute(m_linkSwitchEgress);
-        for (uint32_t i = 0; i < m_packetLinks.size(); ++i)
-        {
-            m_linkSlot[m_packetLinks[i]] = static_cast<int32_t>(i);
-        }
-    }
+    SortPacketLinks();
     for (uint32_t v = 0; v < verts.size(); ++v)
     {
         if (m_vertexHost[v] != kNone && m_vertexNode[v]->GetObject<Ipv4>()->GetNInterfaces() < 2)
@@ -417,23 +391,7 @@ PacketBackend::Build()
         }
     }
 
-    // Random streams of the AQMs: fixed, so that repeated runs in one process match.
-    int64_t stream = m_streamBase;
-    for (const Ptr<QueueDisc>& q : m_linkQdisc)
-    {
-        if (auto red = DynamicCast<RedQueueDisc>(q))
-        {
-            stream += red->AssignStreams(stream);
-        }
-        else if (auto pie = DynamicCast<PieQueueDisc>(q))
-        {
-            stream += pie->AssignStreams(stream);
-        }
-        else if (auto cobalt = DynamicCast<CobaltQueueDisc>(q))
-        {
-            stream += cobalt->AssignStreams(stream);
-        }
-    }
+    AssignQueueStreams();
 
     BuildRoutes();
 
@@ -468,6 +426,58 @@ PacketBackend::Build()
     NS_LOG_INFO("built " << m_hosts.size() << " hosts, " << m_switches.size() << " switches, "
                          << m_packetLinks.size() << " directed links; transport "
                          << m_transport->GetName() << ", queue " << m_queueName);
+}
+
+void
+PacketBackend::SortPacketLinks()
+{
+    // m_packetLinks was filled pairwise; keep the accessor's promise of ascending ids.
+    std::vector<uint32_t> order(m_packetLinks.size());
+    for (uint32_t i = 0; i < order.size(); ++i)
+    {
+        order[i] = i;
+    }
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return m_packetLinks[a] < m_packetLinks[b];
+    });
+    auto permute = [&](auto& v) {
+        auto copy = v;
+        for (uint32_t i = 0; i < order.size(); ++i)
+        {
+            v[i] = copy[order[i]];
+        }
+    };
+    permute(m_packetLinks);
+    permute(m_linkDev);
+    permute(m_linkQdisc);
+    permute(m_linkIface);
+    permute(m_linkSwitchEgress);
+    for (uint32_t i = 0; i < m_packetLinks.size(); ++i)
+    {
+        m_linkSlot[m_packetLinks[i]] = static_cast<int32_t>(i);
+    }
+}
+
+void
+PacketBackend::AssignQueueStreams()
+{
+    // Random streams of the AQMs: fixed, so that repeated runs in one process match.
+    int64_t stream = m_streamBase;
+    for (const Ptr<QueueDisc>& q : m_linkQdisc)
+    {
+        if (auto red = DynamicCast<RedQueueDisc>(q))
+        {
+            stream += red->AssignStreams(stream);
+        }
+        else if (auto pie = DynamicCast<PieQueueDisc>(q))
+        {
+            stream += pie->AssignStreams(stream);
+        }
+        else if (auto cobalt = DynamicCast<CobaltQueueDisc>(q))
+        {
+            stream += cobalt->AssignStreams(stream);
+        }
+    }
 }
 
 void

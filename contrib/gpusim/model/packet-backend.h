@@ -168,6 +168,8 @@ class PacketBackend : public NetworkBackend
     void EnsureBuilt();
     void BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgress);
     void BuildRoutes();
+    void SortPacketLinks();    //!< Build(): link slots in ascending link id
+    void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs
     const PairInfo& Pair(uint32_t src, uint32_t dst);
     void OnMessage(uint64_t id);
     void OnConnectionFailed(const ConnectionKey& key);

@@ -321,6 +321,7 @@ TEST(Live, RankThatNeverJoinsIsReportedAsStuck)
 TEST(Live, ProgramsExitWhenTheSimulatorDies)
 {
     REQUIRE_SHIM();
+    TempDir tmp;
     int pipefd[2];
     ASSERT_EQ(::pipe(pipefd), 0);
     pid_t pid = ::fork();
@@ -330,6 +331,7 @@ TEST(Live, ProgramsExitWhenTheSimulatorDies)
         ::dup2(pipefd[1], STDOUT_FILENO);
         ::dup2(pipefd[1], STDERR_FILENO);
         ::close(pipefd[0]);
+        ::setenv("TMPDIR", tmp.Path().c_str(), 1); // the killed simulator's socket dir goes too
         // Measured host time and a long sweep: the run lasts long enough to be killed in it.
         ::execl(kGpusim.c_str(), "gpusim", "run", "--servers", "1", "--gpus", "2", "--",
                 kPerf.c_str(), "-b", "1M", "-e", "1M", "-n", "1000", "-w", "1", "--sleep-ms", "10",
