@@ -19,7 +19,7 @@
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
-#include "ns3/gpusim-commands.h"
+#include "ns3/byte-size.h"
 #include "ns3/internet-module.h"
 #include "ns3/job-builder.h"
 #include "ns3/packet-backend.h"
@@ -257,7 +257,7 @@ main(int argc, char** argv)
     spec.nicsPerServer = 1;
     spec.nicGbps = gbps;
     spec.fabric = "single-switch";
-    const uint64_t size = gpusim::ParseBytes(bytes);
+    const uint64_t size = gpusim::ParseByteSize(bytes);
 
     Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
     tcp->SetCongestionControl(cc);

@@ -14,7 +14,7 @@
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
-#include "ns3/gpusim-commands.h"
+#include "ns3/byte-size.h"
 #include "ns3/job-builder.h"
 #include "ns3/packet-backend.h"
 #include "ns3/simulator.h"
@@ -169,9 +169,9 @@ main(int argc, char** argv)
     sc.spec.fabric = "leaf-spine";
     sc.spec.nicsPerLeaf = 4;
     sc.spec.oversubscription = 2;
-    sc.incastBytes = gpusim::ParseBytes(incast);
+    sc.incastBytes = gpusim::ParseByteSize(incast);
     sc.sample = MicroSeconds(sampleUs);
-    const uint64_t size = gpusim::ParseBytes(bytes);
+    const uint64_t size = gpusim::ParseByteSize(bytes);
 
     std::ofstream series(seriesCsv);
     series << "run,queue_link,t_us,backlog_bytes\n";

@@ -16,7 +16,6 @@
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/live-job-source.h"
 #include "ns3/packet-backend.h"
-#include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-transport.h"

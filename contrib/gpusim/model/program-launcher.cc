@@ -1,6 +1,8 @@
 #include "ns3/program-launcher.h"
 
 #include <cerrno>
+#include <climits>
+#include <sys/stat.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -185,4 +187,47 @@ InterruptGuard::Received()
     return g_interrupted;
 }
 
+namespace gpusim
+{
+
+std::string
+FindShimLibDir(std::string* tried)
+{
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("GPUSIM_SHIM_LIBDIR"); env && *env)
+    {
+        candidates.push_back(env);
+    }
+    std::string bin = ".";
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0)
+    {
+        const std::string exe(buf, static_cast<size_t>(n));
+        const auto slash = exe.rfind('/');
+        bin = slash == std::string::npos ? "." : exe.substr(0, slash);
+    }
+    candidates.push_back(bin + "/../shim/lib");       // build tree: build/bin, build/shim/lib
+    candidates.push_back(bin + "/../lib/gpusim-shim"); // install prefix
+    auto isFile = [](const std::string& p) {
+        struct stat st;
+        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    };
+    std::string list;
+    for (const auto& c : candidates)
+    {
+        list += (list.empty() ? "" : ", ") + c;
+        if (isFile(c + "/libcudart.so.13") && isFile(c + "/libnccl.so.2"))
+        {
+            return ::realpath(c.c_str(), buf) ? std::string(buf) : c;
+        }
+    }
+    if (tried)
+    {
+        *tried = list;
+    }
+    return "";
+}
+
+} // namespace gpusim
 } // namespace ns3

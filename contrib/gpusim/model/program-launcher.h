@@ -61,6 +61,14 @@ class InterruptGuard
     struct sigaction m_oldTerm;
 };
 
+namespace gpusim
+{
+/// Where the shim libraries are: $GPUSIM_SHIM_LIBDIR, else relative to the running binary
+/// (build tree: BIN/../shim/lib; install prefix: BIN/../lib/gpusim-shim). Empty if not found;
+/// `tried` lists the directories looked at.
+std::string FindShimLibDir(std::string* tried = nullptr);
+} // namespace gpusim
+
 } // namespace ns3
 
 #endif // GPUSIM_PROGRAM_LAUNCHER_H

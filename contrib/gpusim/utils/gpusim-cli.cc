@@ -1,4 +1,5 @@
-// gpusim command-line front door; the commands live in helper/gpusim-commands.cc.
+// gpusim command-line front door; the commands live beside it in utils/ (gpusim-commands.cc,
+// record-command.cc, replay-command.cc, run-command.cc), built as the gpusim-cli library.
 #include "ns3/gpusim-commands.h"
 
 #include <iostream>

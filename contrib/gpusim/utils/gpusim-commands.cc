@@ -405,35 +405,14 @@ SweepSizes(uint64_t minBytes, uint64_t maxBytes, double factor, uint64_t unit)
 uint64_t
 ParseBytes(const std::string& s)
 {
-    if (s.empty())
+    try
     {
-        throw UsageError("empty size");
+        return ParseByteSize(s);
     }
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    std::string suffix(end);
-    double mult = 1;
-    if (suffix == "K" || suffix == "k" || suffix == "KiB" || suffix == "KB")
+    catch (const std::invalid_argument& e)
     {
-        mult = 1024.0;
+        throw UsageError(e.what());
     }
-    else if (suffix == "M" || suffix == "m" || suffix == "MiB" || suffix == "MB")
-    {
-        mult = 1024.0 * 1024;
-    }
-    else if (suffix == "G" || suffix == "g" || suffix == "GiB" || suffix == "GB")
-    {
-        mult = 1024.0 * 1024 * 1024;
-    }
-    else if (!suffix.empty() && suffix != "B")
-    {
-        throw UsageError("bad size '" + s + "' (use e.g. 8, 64K, 16M, 1G)");
-    }
-    if (end == s.c_str() || v < 0 || !std::isfinite(v))
-    {
-        throw UsageError("bad size '" + s + "'");
-    }
-    return static_cast<uint64_t>(std::llround(v * mult));
 }
 
 int

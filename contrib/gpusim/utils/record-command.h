@@ -8,6 +8,7 @@
 
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/op-ir.h"
+#include "ns3/program-launcher.h" // FindShimLibDir
 
 #include <iosfwd>
 #include <memory>
@@ -24,10 +25,6 @@ namespace gpusim
 /// the shim is missing, 3 timed out, 128 + signal when interrupted (SIGINT/SIGTERM).
 int RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-/// Where the shim libraries are: $GPUSIM_SHIM_LIBDIR, else relative to the running binary
-/// (build tree: BIN/../shim/lib; install prefix: BIN/../lib/gpusim-shim). Empty if not found;
-/// `tried` lists the directories looked at.
-std::string FindShimLibDir(std::string* tried = nullptr);
 
 /// How `query: true` syncs (recorded from cudaStreamQuery / cudaEventQuery) are simulated.
 enum class QuerySyncPolicy

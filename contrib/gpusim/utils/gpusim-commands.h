@@ -5,6 +5,7 @@
 #ifndef GPUSIM_GPUSIM_COMMANDS_H
 #define GPUSIM_GPUSIM_COMMANDS_H
 
+#include "ns3/byte-size.h"
 #include "ns3/cli-options.h"
 #include "ns3/cluster-topology.h"
 #include "ns3/gpu-workload-helper.h"
@@ -48,7 +49,7 @@ int RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ost
 /// Dispatches `gpusim <command> ...`; args excludes the program name.
 int GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-/// Parses "64", "4K", "16M", "1G" (binary multiples, as nccl-tests). Throws on bad input.
+/// ParseByteSize for the command line: throws UsageError on bad input.
 uint64_t ParseBytes(const std::string& s);
 
 } // namespace gpusim

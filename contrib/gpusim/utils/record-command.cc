@@ -76,20 +76,6 @@ IsDir(const std::string& p)
 }
 
 std::string
-SelfDir()
-{
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n <= 0)
-    {
-        return ".";
-    }
-    std::string exe(buf, static_cast<size_t>(n));
-    auto slash = exe.rfind('/');
-    return slash == std::string::npos ? "." : exe.substr(0, slash);
-}
-
-std::string
 Absolute(const std::string& p)
 {
     if (!p.empty() && p[0] == '/')
@@ -427,34 +413,6 @@ PrintRankTable(std::ostream& out, const JobTrace& job)
 }
 
 } // namespace
-
-std::string
-FindShimLibDir(std::string* tried)
-{
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("GPUSIM_SHIM_LIBDIR"); env && *env)
-    {
-        candidates.push_back(env);
-    }
-    const std::string bin = SelfDir();
-    candidates.push_back(bin + "/../shim/lib");       // build tree: build/bin, build/shim/lib
-    candidates.push_back(bin + "/../lib/gpusim-shim"); // install prefix
-    std::string list;
-    for (const auto& c : candidates)
-    {
-        list += (list.empty() ? "" : ", ") + c;
-        if (IsFile(c + "/libcudart.so.13") && IsFile(c + "/libnccl.so.2"))
-        {
-            char buf[PATH_MAX];
-            return ::realpath(c.c_str(), buf) ? std::string(buf) : c;
-        }
-    }
-    if (tried)
-    {
-        *tried = list;
-    }
-    return "";
-}
 
 bool
 ParseQuerySyncPolicy(const std::string& s, QuerySyncPolicy& out)
