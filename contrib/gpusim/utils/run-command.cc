@@ -66,6 +66,31 @@ ValidHostTime(const std::string& s)
     return end && *end == '\0' && us >= 0 && std::isfinite(us);
 }
 
+/// Names every process that failed; returns the first one's status (rank order) as an exit
+/// code (128 + signal for a signal), 0 if none failed.
+int
+ReportProcesses(const LiveJobSource& live, uint32_t perProcess, std::ostream& err)
+{
+    int exitCode = 0;
+    for (size_t p = 0; p < live.GetProcesses().size(); ++p)
+    {
+        const auto& proc = live.GetProcesses()[p];
+        if (proc.status == 0)
+        {
+            continue;
+        }
+        err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
+            << (p + 1) * perProcess - 1 << ") " << ProgramLauncher::DescribeStatus(proc.status)
+            << "\n";
+        if (exitCode == 0)
+        {
+            exitCode =
+                WIFEXITED(proc.status) ? WEXITSTATUS(proc.status) : 128 + WTERMSIG(proc.status);
+        }
+    }
+    return exitCode;
+}
+
 } // namespace
 
 int
@@ -159,24 +184,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
             std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
         RunReport rep = w->Check();
 
-        // Every process that failed is named; the exit status is the first one's (rank order).
-        int exitCode = 0;
-        for (size_t p = 0; p < live->GetProcesses().size(); ++p)
-        {
-            const auto& proc = live->GetProcesses()[p];
-            if (proc.status == 0)
-            {
-                continue;
-            }
-            err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
-                << (p + 1) * perProcess - 1 << ") " << ProgramLauncher::DescribeStatus(proc.status)
-                << "\n";
-            if (exitCode == 0)
-            {
-                exitCode = WIFEXITED(proc.status) ? WEXITSTATUS(proc.status)
-                                                  : 128 + WTERMSIG(proc.status);
-            }
-        }
+        const int exitCode = ReportProcesses(*live, perProcess, err);
         if (o.Has("out"))
         {
             WriteJobTrace(live->GetRecording(), o.Get("out", ""));
