@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -90,7 +91,9 @@ Connection* Connect() {
     return nullptr;
   }
   char hello[64];
-  int n = snprintf(hello, sizeof hello, "HELLO %d %d\n", Cfg().process, (int)getpid());
+  // The thread id lets the simulator see when this thread is blocked outside CUDA.
+  int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(),
+                   (int)syscall(SYS_gettid));
   if (!WriteAll(fd, hello, (size_t)n)) {
     close(fd);
     Dead("cannot write to its socket");

@@ -84,7 +84,12 @@ struct ThreadClock {
   bool init = false;
   uint64_t v = 0;
   uint64_t cpuLast = 0;
+  uint64_t wallLast = 0;  // real monotonic time of the last tick or answer
 };
+
+// Real time a thread may spend off the CPU between two calls before it counts as having been
+// blocked (in a join, a lock, a condition variable) rather than just descheduled.
+constexpr uint64_t kBlockedNs = 2000000;
 thread_local ThreadClock t_clock;
 
 ThreadClock& Mine() {
@@ -94,6 +99,7 @@ ThreadClock& Mine() {
     c.v = g_latest.load(std::memory_order_relaxed);
     // The main thread's start-up (loading, static constructors) is host time too.
     c.cpuLast = (pid_t)syscall(SYS_gettid) == getpid() ? 0 : ReadNs(CLOCK_THREAD_CPUTIME_ID);
+    c.wallLast = ReadNs(CLOCK_MONOTONIC);
   }
   return c;
 }
@@ -113,13 +119,18 @@ uint64_t NowNs() { return ReadNs(CLOCK_MONOTONIC); }
 
 uint64_t VClockTick() {
   ThreadClock& c = Mine();
-  if (Cfg().fixed) {
-    c.v += Cfg().fixedNs;
-  } else {
-    uint64_t cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
-    if (cpu > c.cpuLast) c.v += cpu - c.cpuLast;
-    c.cpuLast = cpu;
+  const uint64_t cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+  const uint64_t wall = ReadNs(CLOCK_MONOTONIC);
+  const uint64_t cpuDelta = cpu > c.cpuLast ? cpu - c.cpuLast : 0;
+  // A thread that was blocked outside CUDA (joining threads, waiting on a lock) was waiting for
+  // another thread of the process: it goes on no earlier than the latest clock among them.
+  if (wall > c.wallLast + cpuDelta + kBlockedNs) {
+    const uint64_t latest = g_latest.load(std::memory_order_relaxed);
+    if (latest > c.v) c.v = latest;
   }
+  c.v += Cfg().fixed ? Cfg().fixedNs : cpuDelta;
+  c.cpuLast = cpu;
+  c.wallLast = wall;
   Publish(c.v);
   return c.v;
 }
@@ -127,7 +138,8 @@ uint64_t VClockTick() {
 void VClockResume(uint64_t t) {
   ThreadClock& c = Mine();
   if (t > c.v) c.v = t;
-  if (!Cfg().fixed) c.cpuLast = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+  c.cpuLast = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+  c.wallLast = ReadNs(CLOCK_MONOTONIC);  // waiting for the answer is not being blocked
   Publish(c.v);
 }
 

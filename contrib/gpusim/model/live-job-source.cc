@@ -71,6 +71,7 @@ LiveRunStats::ToJson() const
     std::ostringstream os;
     os << "{\"ops_received\":" << opsReceived << ",\"answers\":" << answers
        << ",\"wait_for_program_s\":" << waitForProgramS << ",\"late_threads\":" << lateThreads
+       << ",\"lifted_waits\":" << liftedWaits << ",\"late_ops\":" << lateOps
        << ",\"sync\":\"conservative\",\"rollbacks\":0}";
     return os.str();
 }
@@ -342,7 +343,7 @@ LiveJobSource::Bound() const
             bound = std::min(bound, f.sinceNs);
         }
         auto boundBy = [&bound](const Connection& c) {
-            if (c.outstanding == 0)
+            if (c.outstanding == 0 && !c.lifted)
             {
                 bound = std::min(bound, c.clockNs); // running: its next op is no earlier
             }
@@ -373,6 +374,62 @@ LiveJobSource::Bound() const
         }
     }
     return bound;
+}
+
+namespace
+{
+/// Scheduler state of a program thread: 'R' running or runnable, 'S'/'D' blocked, ... ('?' if
+/// unknown).
+char
+ThreadState(int32_t pid, int32_t tid)
+{
+    if (pid <= 0 || tid <= 0)
+    {
+        return '?';
+    }
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    FILE* f = std::fopen(path, "r");
+    if (!f)
+    {
+        return '?';
+    }
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* close = std::strrchr(buf, ')'); // the command name may hold spaces
+    return close && close[1] == ' ' ? close[2] : '?';
+}
+} // namespace
+
+bool
+LiveJobSource::LiftBlockedThreads()
+{
+    // Only when every program thread that holds the bound is off the CPU: one that computes
+    // may still issue an op in the past of what would run next.
+    std::vector<Connection*> holding;
+    for (auto& [id, c] : m_conns)
+    {
+        if (c.outstanding == 0 && !c.lifted && c.process >= 0)
+        {
+            const char st = ThreadState(c.pid, c.tid);
+            if (st == 'R' || st == '?')
+            {
+                return false;
+            }
+            holding.push_back(&c);
+        }
+    }
+    for (Connection* c : holding)
+    {
+        c->lifted = true;
+    }
+    if (!holding.empty())
+    {
+        ++m_stats.liftedWaits;
+    }
+    return !holding.empty();
 }
 
 bool
@@ -422,6 +479,7 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
     if (haveEvent && ts < bound)
     {
         m_stuckSince = -1;
+        m_heldSince = -1;
         return false; // no program can still send anything that comes before this event
     }
     CheckDeadline();
@@ -442,8 +500,21 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
         }
     }
     const double t0 = WallSeconds();
+    if (haveEvent)
+    {
+        if (m_heldSince < 0)
+        {
+            m_heldSince = t0;
+        }
+        else if (t0 - m_heldSince > 0.02 && LiftBlockedThreads())
+        {
+            m_heldSince = -1;
+            m_dirty = true;
+            return true;
+        }
+    }
     m_waitingFor = "the programs' next calls (simulated time " + std::to_string(ts / 1e3) + " us)";
-    Pump(50);
+    Pump(haveEvent ? 10 : 50);
     WakeParked();
     m_stats.waitForProgramS += WallSeconds() - t0;
     return true;
@@ -627,17 +698,22 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
 {
     Connection& c = m_conns.at(id);
     ++c.lines;
+    c.lifted = false; // it runs again
     const std::string where = c.process >= 0 ? "live process " + std::to_string(c.process)
                                              : std::string("live connection");
     if (line.rfind("HELLO ", 0) == 0)
     {
         int proc = -1;
-        if (std::sscanf(line.c_str() + 6, "%d", &proc) != 1 || proc < 0 ||
+        int pid = -1;
+        int tid = -1;
+        if (std::sscanf(line.c_str() + 6, "%d %d %d", &proc, &pid, &tid) < 1 || proc < 0 ||
             static_cast<size_t>(proc) >= m_launcher.Processes().size())
         {
             throw LiveRunEnded(where + ": bad hello '" + line + "'");
         }
         c.process = proc;
+        c.pid = pid;
+        c.tid = tid;
         return;
     }
     if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ' || c.process < 0)
@@ -677,6 +753,19 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     f.lastIssueNs += static_cast<uint64_t>(std::llround(stored->cpuUs * 1e3));
     c.clockNs = std::max(c.clockNs, f.lastIssueNs);
     c.feeds.insert({rank, stored->thread});
+    if (!isNew && f.lastIssueNs < static_cast<uint64_t>(Simulator::Now().GetNanoSeconds()))
+    {
+        // Only after a wait was lifted: it issues now; the replay would issue it on time.
+        if (m_stats.lateOps++ == 0)
+        {
+            std::fprintf(stderr,
+                         "gpusim run: warning: %s issued an op at simulated %.3f us, after the "
+                         "simulation had passed it (%.3f us); late ops issue at once and the "
+                         "replay of the recording differs from this run\n",
+                         Describe(rank, stored->thread).c_str(), f.lastIssueNs / 1e3,
+                         Simulator::Now().GetNanoSeconds() / 1e3);
+        }
+    }
     if (line[0] == 'W')
     {
         ++c.outstanding;

@@ -45,6 +45,8 @@ struct LiveRunStats
     uint64_t answers = 0;         //!< blocking calls answered
     double waitForProgramS = 0;   //!< wall time the simulator waited for the program
     uint32_t lateThreads = 0;     //!< threads first seen after their start instant had passed
+    uint32_t liftedWaits = 0;     //!< times the bound stopped waiting for blocked threads
+    uint64_t lateOps = 0;         //!< ops that arrived after the simulation passed their instant
     std::string ToJson() const;
 };
 
@@ -100,6 +102,10 @@ class LiveJobSource : public OpFeed
         uint64_t waitSeq = 0;      //!< W lines received
         uint64_t outstanding = 0;  //!< W lines not answered yet
         uint64_t clockNs = 0;      //!< lower bound of its virtual clock (latest issue/answer)
+        int32_t pid = -1;          //!< program process and thread (from HELLO)
+        int32_t tid = -1;
+        bool lifted = false;       //!< blocked outside CUDA while nothing else could move
+
         std::set<std::pair<uint32_t, uint32_t>> feeds; //!< (rank, thread) it carried
     };
     struct ThreadFeed
@@ -137,6 +143,10 @@ class LiveJobSource : public OpFeed
     /// Nothing can move: every connected program thread waits for an answer and every running
     /// process has one (held for a moment, since a new program thread may still appear).
     bool Deadlocked();
+    /// The program threads that hold the bound are all off the CPU (joining, waiting on a lock
+    /// or on I/O): stop waiting for them (they catch up with their process's clock when they
+    /// wake, see the shim's vclock.cc). True if any was lifted.
+    bool LiftBlockedThreads();
     void FailWaitingCalls(const std::string& why);
     void CheckDeadline() const;
     std::string Describe(uint32_t rank, uint32_t thread) const;
@@ -164,6 +174,7 @@ class LiveJobSource : public OpFeed
     std::vector<struct pollfd> m_pollFds;
     std::vector<int32_t> m_pollIds;
     double m_stuckSince = -1;
+    double m_heldSince = -1;        //!< the gate has been holding an event since (wall s)
     std::string m_waitingFor;       //!< what Pump() is waiting for (timeout messages)
 };
 

@@ -25,6 +25,7 @@ namespace
 const std::string kGpusim = std::string(GPUSIM_BIN_DIR) + "/gpusim";
 const std::string kPerf = GPUSIM_SHIM_TEST_DIR "/shim_live_perf";
 const std::string kTrain = GPUSIM_SHIM_TEST_DIR "/shim_train";
+const std::string kThreads = GPUSIM_SHIM_TEST_DIR "/shim_live_threads";
 
 bool
 Exists(const std::string& p)
@@ -420,3 +421,32 @@ TEST(Live, UsageErrors)
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("optimistic"), std::string::npos);
 }
+
+// A thread per GPU while the main thread, which used GPU 0 first, waits in join(): blocked
+// outside CUDA, it must not hold the simulation (its wait is lifted once every thread that
+// bounds time is off the CPU). Each thread's timer reads the simulated AllReduce, which equals
+// `gpusim collective` on the same 2 GPUs, and the recording replays identically.
+TEST(Live, ThreadPerGpuWithAJoiningMainThread)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    const std::string trace = d.Path() + "/trace";
+    Result live = Shell(d, kGpusim + " run --servers 1 --gpus 2 --devices-per-process 2 "
+                                     "--host-time fixed:1 --timeout 60 --out " + trace +
+                               " --json " + d.Path() + "/live.json -- " + kThreads + " 2");
+    ASSERT_EQ(live.code, 0) << live.err;
+    Result ref = Shell(d, kGpusim + " collective --servers 1 --gpus-per-server 2 --bytes 64M --quiet");
+    ASSERT_EQ(ref.code, 0);
+    auto rows = CollectiveRows(ref.out);
+    ASSERT_EQ(rows.size(), 1u);
+    double us0 = 0, us1 = 0;
+    ASSERT_EQ(std::sscanf(live.out.c_str(), "gpu 0: %lf us per 64 MiB AllReduce\ngpu 1: %lf", &us0, &us1), 2)
+        << live.out;
+    EXPECT_NEAR(us0, rows[0].hostUs, 0.02 * rows[0].hostUs);
+    EXPECT_NEAR(us1, rows[0].hostUs, 0.02 * rows[0].hostUs);
+    Result sim = Shell(d, kGpusim + " simulate " + trace + " --servers 1 --json " + d.Path() + "/sim.json");
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    EXPECT_TRUE(ReadFile(d.Path() + "/live.json") == ReadFile(d.Path() + "/sim.json"));
+    EXPECT_NE(ReadFile(trace + "/live-stats.json").find("\"late_ops\":0"), std::string::npos);
+}
+
