@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 #include "cudart-internal.h"
@@ -60,6 +61,8 @@ struct Connection {
   uint64_t sent = 0;  // W lines sent
   std::string in;
   std::map<uint64_t, LiveAnswer> answers;  // received, not yet collected
+  std::set<uint64_t> waiting;               // sent, not yet collected (a simulator restored
+                                            // from a snapshot may repeat an answer: ignored)
   ~Connection() {
     if (fd >= 0) close(fd);
   }
@@ -117,14 +120,14 @@ void ParseAnswers(Connection& c) {
         a.ok = true;
         a.timeNs = t;
         a.value = v;
-        c.answers[seq] = a;
+        if (c.waiting.count(seq)) c.answers[seq] = a;
       }
     } else if (line[0] == 'E') {
       int used = 0;
       if (sscanf(line + 2, "%llu %n", &seq, &used) >= 1) {
         a.ok = false;
         a.error.assign(line + 2 + used, nl - start - 2 - used);
-        c.answers[seq] = a;
+        if (c.waiting.count(seq)) c.answers[seq] = a;
       }
     }
     start = nl + 1;
@@ -158,7 +161,9 @@ uint64_t LiveSend(int device, const std::string& json, bool wait) {
     Dead("its socket closed");
     return 0;
   }
-  return wait ? ++c->sent : 0;
+  if (!wait) return 0;
+  c->waiting.insert(++c->sent);
+  return c->sent;
 }
 
 bool LiveWait(uint64_t seq, LiveAnswer* out) {
@@ -174,6 +179,7 @@ bool LiveWait(uint64_t seq, LiveAnswer* out) {
     if (it != c.answers.end()) {
       *out = it->second;
       c.answers.erase(it);
+      c.waiting.erase(seq);
       if (!out->ok) fprintf(stderr, "gpusim: %s\n", out->error.c_str());
       return out->ok;
     }

@@ -130,6 +130,14 @@ ncclResult_t FinishInits() {
 
 void RandomId(ncclUniqueId* uid) {
   memset(uid, 0, sizeof *uid);
+  if (LiveMode()) {
+    // Live runs are reproducible: the ids (hence communicator names in the results) depend on
+    // the process and the call, not on chance. They only need to be unique within the job.
+    static std::atomic<unsigned> calls{0};
+    const char* proc = getenv("GPUSIM_LIVE_PROCESS");
+    snprintf(uid->internal, sizeof uid->internal, "gpusim-live-%s-%u", proc ? proc : "0", calls.fetch_add(1));
+    return;
+  }
   ssize_t n = getrandom(uid->internal, sizeof uid->internal, 0);
   if (n != (ssize_t)sizeof uid->internal) {
     // Fall back to something unique per process and call.

@@ -15,11 +15,14 @@
 // --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
 // before its first collective. --poll: wait with a cudaStreamQuery loop instead of
 // cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: sleep N ms of real time
-// after each AllReduce (CPU-idle time: no simulated host time; makes runs long in real time).
+// after each AllReduce (CPU-idle time: no simulated host time; makes runs long in real time);
+// --sleep-rank R: only process R sleeps. --host-work-ms N (steps mode): N ms of CPU work after
+// issuing each step's AllReduce, before waiting for it (overlaps host work with communication).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +42,8 @@ struct Args {
   int crashRank = -1, skipRank = -1;
   bool poll = false;
   int sleepMs = 0;
+  int sleepRank = -1;  // only this rank sleeps (-1: all)
+  int hostWorkMs = 0;  // CPU work after issuing each step's AllReduce (steps mode)
 };
 
 size_t ParseSize(const char* s) {
@@ -68,6 +73,8 @@ Args Parse(int argc, char** argv) {
     else if (k == "--skip-rank") a.skipRank = atoi(v), ++i;
     else if (k == "--poll") a.poll = true;
     else if (k == "--sleep-ms") a.sleepMs = atoi(v), ++i;
+    else if (k == "--sleep-rank") a.sleepRank = atoi(v), ++i;
+    else if (k == "--host-work-ms") a.hostWorkMs = atoi(v), ++i;
     else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       exit(2);
@@ -117,6 +124,17 @@ void AllReduce(std::vector<Gpu>& gpus, size_t count) {
   CHECK_NCCL(ncclGroupStart());
   for (auto& g : gpus) CHECK_NCCL(ncclAllReduce(g.send, g.recv, count, ncclFloat, ncclSum, g.comm, g.stream));
   CHECK_NCCL(ncclGroupEnd());
+}
+
+// Burns ms milliseconds of this thread's CPU time.
+void BusyCpu(int ms) {
+  timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  volatile double x = 1;
+  do {
+    for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000.0 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
 }
 
 void Gemm(Gpu& g) {
@@ -172,7 +190,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < a.iters; ++i) {
         if (rank == a.crashRank && bytes > a.minBytes) abort();
         AllReduce(gpus, count);
-        if (a.sleepMs) std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
+        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank))
+          std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
       }
       CHECK_CUDA(cudaSetDevice(0));
       CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));
@@ -214,6 +233,9 @@ int main(int argc, char** argv) {
           for (int l = 0; l < 4; ++l) Gemm(g);
         if (rank == a.crashRank && step == a.iters / 2) abort();
         AllReduce(gpus, a.maxBytes / sizeof(float));
+        if (a.hostWorkMs) BusyCpu(a.hostWorkMs);  // e.g. the next batch's preprocessing
+        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank))
+          std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
         WaitAll(a, gpus);
         if (rank == 0) printf("step %d %.3f ms\n", step, (NowUs() - t0) / 1e3);
       }

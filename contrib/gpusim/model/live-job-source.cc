@@ -1,5 +1,6 @@
 #include "ns3/live-job-source.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/host-first-scheduler.h"
 #include "ns3/log.h"
@@ -72,7 +73,10 @@ LiveRunStats::ToJson() const
     os << "{\"ops_received\":" << opsReceived << ",\"answers\":" << answers
        << ",\"wait_for_program_s\":" << waitForProgramS << ",\"late_threads\":" << lateThreads
        << ",\"lifted_waits\":" << liftedWaits << ",\"late_ops\":" << lateOps
-       << ",\"sync\":\"conservative\",\"rollbacks\":0}";
+       << ",\"sync\":\"" << (optimistic ? "optimistic" : "conservative")
+       << "\",\"snapshots\":" << snapshots << ",\"commits\":" << commits
+       << ",\"rollbacks\":" << rollbacks << ",\"resimulated_events\":" << resimulatedEvents
+       << ",\"max_snapshot_bytes\":" << maxSnapshotBytes << "}";
     return os.str();
 }
 
@@ -94,6 +98,19 @@ LiveJobSource::GetTypeId()
                           UintegerValue(8),
                           MakeUintegerAccessor(&LiveJobSource::m_processesPerServer),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("Optimistic",
+                          "Optimistic synchronization: run ahead of the programs from fork()ed "
+                          "snapshots, rolling back when an op arrives in the simulated past "
+                          "(needs SplitCoordinator() after Launch())",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&LiveJobSource::m_optimistic),
+                          MakeBooleanChecker())
+            .AddAttribute("SpeculateAfterS",
+                          "Wall time the synchronizer waits for the programs before it "
+                          "speculates (optimistic mode)",
+                          DoubleValue(0.002),
+                          MakeDoubleAccessor(&LiveJobSource::m_speculateAfterS),
+                          MakeDoubleChecker<double>(0))
             .AddAttribute("TimeoutS",
                           "Wall-clock limit of the whole run in seconds (0: none)",
                           DoubleValue(0),
@@ -334,6 +351,21 @@ LiveJobSource::WakeParked()
 uint64_t
 LiveJobSource::Bound() const
 {
+    // A thread whose answer is held resumes no earlier than that answer.
+    uint64_t bound = BoundExcept(-1);
+    for (const auto& [id, c] : m_conns)
+    {
+        if (c.heldAnswers > 0)
+        {
+            bound = std::min(bound, c.heldMinNs);
+        }
+    }
+    return bound;
+}
+
+uint64_t
+LiveJobSource::BoundExcept(int32_t except) const
+{
     uint64_t bound = UINT64_MAX;
     for (const auto& [rank, thread] : m_parked)
     {
@@ -351,7 +383,7 @@ LiveJobSource::Bound() const
         if (f.conn >= 0)
         {
             auto c = m_conns.find(f.conn);
-            if (c != m_conns.end())
+            if (c != m_conns.end() && f.conn != except)
             {
                 boundBy(c->second);
             }
@@ -408,6 +440,9 @@ LiveJobSource::LiftBlockedThreads()
 {
     // Only when every program thread that holds the bound is off the CPU: one that computes
     // may still issue an op in the past of what would run next.
+    // And only threads whose process has another thread waiting for the simulator: they are
+    // waiting for it (a join, a lock); a lone thread that sleeps or reads a file is not, and
+    // waiting for it keeps the run exact.
     std::vector<Connection*> holding;
     for (auto& [id, c] : m_conns)
     {
@@ -418,7 +453,16 @@ LiveJobSource::LiftBlockedThreads()
             {
                 return false;
             }
-            holding.push_back(&c);
+            bool sibling = false;
+            for (const auto& [other, o] : m_conns)
+            {
+                sibling = sibling || (other != id && o.process == c.process &&
+                                      (o.outstanding > 0 || o.heldAnswers > 0));
+            }
+            if (sibling)
+            {
+                holding.push_back(&c);
+            }
         }
     }
     for (Connection* c : holding)
@@ -474,15 +518,55 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
         WakeParked();
         m_bound = Bound();
         m_dirty = false;
+        if (m_spec.active)
+        {
+            ReleaseHeld();
+            if (m_held.empty() && m_bound > m_spec.maxTs)
+            {
+                Commit(); // nothing the speculation ran can be overtaken any more
+            }
+        }
     }
     const uint64_t bound = m_bound;
     if (haveEvent && ts < bound)
     {
         m_stuckSince = -1;
         m_heldSince = -1;
+        if (m_spec.active)
+        {
+            m_spec.maxTs = std::max(m_spec.maxTs, ts);
+            ++m_spec.events;
+        }
         return false; // no program can still send anything that comes before this event
     }
     CheckDeadline();
+    if (haveEvent && m_optimistic)
+    {
+        const double now = WallSeconds();
+        if (!m_spec.active && m_heldSince >= 0 && now - m_heldSince > m_speculateAfterS)
+        {
+            Speculate(); // returns in the speculating child, or in the snapshot after a rollback
+            m_heldSince = -1;
+            if (!m_spec.active)
+            {
+                return true; // restored: look again with what the speculation read
+            }
+        }
+        if (m_spec.active)
+        {
+            // Run on past the bound; keep reading the programs now and then.
+            if (now - m_spec.lastPumpS > 0.001)
+            {
+                m_spec.lastPumpS = now;
+                Pump(0);
+                m_dirty = true;
+                return true;
+            }
+            m_spec.maxTs = std::max(m_spec.maxTs, ts);
+            ++m_spec.events;
+            return false;
+        }
+    }
     if (!haveEvent && bound == UINT64_MAX)
     {
         // Nothing scheduled and nothing parked that bounds time: done, unless a program
@@ -500,7 +584,7 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
         }
     }
     const double t0 = WallSeconds();
-    if (haveEvent)
+    if (haveEvent || !m_held.empty()) // an event, or a speculative answer, waits for the bound
     {
         if (m_heldSince < 0)
         {
@@ -531,20 +615,60 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     const PendingAnswer a = it->second;
     m_waits.erase(it);
     const uint64_t now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
-    m_feeds[rank][thread].lastIssueNs = now; // its next op issues relative to the return
     auto c = m_conns.find(a.conn);
+    if (m_spec.active && now >= m_bound && c != m_conns.end())
+    {
+        // Computed past the bound: final only once no other program can still send an op
+        // before it. Meanwhile the thread still waits, and resumes no earlier than now.
+        m_held.push_back({a.conn, rank, thread, a.seq, now, value});
+        Connection& held = c->second;
+        held.heldMinNs = held.heldAnswers++ == 0 ? now : std::min(held.heldMinNs, now);
+        m_dirty = true;
+        return;
+    }
+    Answer(a.conn, rank, thread, a.seq, value, now);
+}
+
+void
+LiveJobSource::Answer(int32_t conn, uint32_t rank, uint32_t thread, uint64_t seq, int64_t value,
+                      uint64_t atNs)
+{
+    m_feeds[rank][thread].lastIssueNs = atNs; // its next op issues relative to the return
+    auto c = m_conns.find(conn);
     if (c == m_conns.end())
     {
         return; // the thread is gone
     }
     --c->second.outstanding;
-    c->second.clockNs = std::max(c->second.clockNs, now);
+    c->second.clockNs = std::max(c->second.clockNs, atNs);
     m_dirty = true;
     ++m_stats.answers;
-    Send(a.conn,
-         "A " + std::to_string(a.seq) + " " +
-             std::to_string(Simulator::Now().GetNanoSeconds()) + " " + std::to_string(value) +
+    Send(conn,
+         "A " + std::to_string(seq) + " " + std::to_string(atNs) + " " + std::to_string(value) +
              "\n");
+}
+
+void
+LiveJobSource::ReleaseHeld()
+{
+    // In the order they were computed, as the conservative synchronizer would have given them:
+    // an answer goes once no program but its own (which waits for it) can still send an op at
+    // or before it; the ones computed after it do not count (they come later).
+    while (!m_held.empty())
+    {
+        const HeldAnswer h = m_held.front();
+        auto c = m_conns.find(h.conn);
+        if (c != m_conns.end() && h.atNs >= BoundExcept(h.conn))
+        {
+            return;
+        }
+        m_held.erase(m_held.begin());
+        if (c != m_conns.end() && --c->second.heldAnswers == 0)
+        {
+            c->second.heldMinNs = 0;
+        }
+        Answer(h.conn, h.rank, h.thread, h.seq, h.value, h.atNs);
+    }
 }
 
 void
@@ -643,6 +767,10 @@ LiveJobSource::Pump(int timeoutMs, bool checkDeadline)
         {
             Connection c;
             c.fd = fd;
+            if (m_spec.active)
+            {
+                m_spec.accepted.insert(m_nextConn);
+            }
             m_conns.emplace(m_nextConn++, std::move(c));
         }
     }
@@ -677,18 +805,34 @@ LiveJobSource::ReadConnection(int32_t id)
         }
         if (n <= 0)
         {
+            if (m_spec.active)
+            {
+                m_spec.eof.insert(id);
+            }
             CloseConnection(id);
             return;
         }
-        std::string& in = it->second.in;
-        in.append(buf, static_cast<size_t>(n));
-        size_t start = 0;
-        for (size_t nl = in.find('\n'); nl != std::string::npos; nl = in.find('\n', start))
+        if (m_spec.active)
         {
-            std::string line = in.substr(start, nl - start);
-            start = nl + 1;
-            HandleLine(id, line);
+            m_spec.log[id].append(buf, static_cast<size_t>(n));
         }
+        Ingest(id, buf, static_cast<size_t>(n));
+    }
+}
+
+void
+LiveJobSource::Ingest(int32_t id, const char* data, size_t n)
+{
+    m_conns.at(id).in.append(data, n);
+    size_t start = 0;
+    for (size_t nl; m_conns.count(id) && (nl = m_conns.at(id).in.find('\n', start)) != std::string::npos;)
+    {
+        std::string line = m_conns.at(id).in.substr(start, nl - start);
+        start = nl + 1;
+        HandleLine(id, line);
+    }
+    if (m_conns.count(id))
+    {
         m_conns.at(id).in.erase(0, start);
     }
 }
@@ -752,6 +896,10 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     // the program thread's clock is at least that from now on.
     f.lastIssueNs += static_cast<uint64_t>(std::llround(stored->cpuUs * 1e3));
     c.clockNs = std::max(c.clockNs, f.lastIssueNs);
+    if (m_spec.active && f.lastIssueNs <= m_spec.maxTs)
+    {
+        RollBack(); // the speculation ran past this op's instant
+    }
     c.feeds.insert({rank, stored->thread});
     if (!isNew && f.lastIssueNs < static_cast<uint64_t>(Simulator::Now().GetNanoSeconds()))
     {
@@ -805,6 +953,232 @@ LiveJobSource::CloseConnection(int32_t id)
 }
 
 void
+LiveJobSource::Speculate()
+{
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    {
+        return; // no snapshot: stay conservative
+    }
+    // The snapshot's resident memory (copy-on-write: only what the child then changes is new).
+    if (FILE* f = std::fopen("/proc/self/statm", "r"))
+    {
+        unsigned long long size = 0;
+        unsigned long long resident = 0;
+        if (std::fscanf(f, "%llu %llu", &size, &resident) == 2)
+        {
+            m_stats.maxSnapshotBytes =
+                std::max<uint64_t>(m_stats.maxSnapshotBytes, resident * ::sysconf(_SC_PAGESIZE));
+        }
+        std::fclose(f);
+    }
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0)
+    {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        return;
+    }
+    ++m_stats.snapshots;
+    if (pid == 0)
+    {
+        ::close(sv[0]);
+        m_spec = Speculation();
+        m_spec.active = true;
+        m_spec.channel = sv[1];
+        m_spec.lastPumpS = WallSeconds();
+        m_launcher.TakeStatusLog(); // from here on, what the child reads is logged
+        return;
+    }
+    ::close(sv[1]);
+    WaitAsSnapshot(sv[0]);
+}
+
+void
+LiveJobSource::WaitAsSnapshot(int channel)
+{
+    // Blocks until the speculating child commits (then this snapshot is not needed: exit) or
+    // rolls back (then ingest what it read, and go on from this state).
+    char rec[4096];
+    std::vector<std::pair<int32_t, int>> fds; // connections the child accepted
+    while (true)
+    {
+        iovec iov = {rec, sizeof rec - 1};
+        char control[CMSG_SPACE(sizeof(int))];
+        msghdr msg = {};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = ::recvmsg(channel, &msg, 0);
+        if (n < 0 && errno == EINTR)
+        {
+            if (InterruptGuard::Received())
+            {
+                ::_exit(0); // the active simulator handles the interrupt
+            }
+            continue;
+        }
+        if (n <= 0)
+        {
+            // The child died without handing back: nothing to go on from.
+            std::fprintf(stderr, "gpusim run: the speculating simulator died; giving up\n");
+            ::_exit(2);
+        }
+        rec[n] = '\0';
+        if (rec[0] == 'C')
+        {
+            ::_exit(0);
+        }
+        if (rec[0] == 'F')
+        {
+            cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+            int fd = -1;
+            if (cm && cm->cmsg_type == SCM_RIGHTS)
+            {
+                std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+            }
+            fds.emplace_back(std::atoi(rec + 2), fd);
+            continue;
+        }
+        if (rec[0] == 'R')
+        {
+            break;
+        }
+    }
+    ::close(channel);
+    // The child's log: "S <len>\n<statuses>" then "B <conn> <eof> <len>\n<bytes>" entries.
+    char path[256];
+    unsigned long long events = 0;
+    std::sscanf(rec + 2, "%255s %llu", path, &events);
+    std::string log;
+    if (FILE* f = std::fopen(path, "rb"))
+    {
+        char buf[65536];
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+        {
+            log.append(buf, n);
+        }
+        std::fclose(f);
+    }
+    ::unlink(path);
+    ++m_stats.rollbacks;
+    m_stats.resimulatedEvents += events;
+    for (const auto& [id, fd] : fds)
+    {
+        Connection c;
+        c.fd = fd;
+        m_conns.emplace(id, std::move(c));
+        m_nextConn = std::max(m_nextConn, id + 1);
+    }
+    size_t pos = 0;
+    while (pos < log.size())
+    {
+        const size_t nl = log.find('\n', pos);
+        if (nl == std::string::npos)
+        {
+            break;
+        }
+        const std::string head = log.substr(pos, nl - pos);
+        pos = nl + 1;
+        int id = -1;
+        int eof = 0;
+        unsigned long long len = 0;
+        if (head[0] == 'S' && std::sscanf(head.c_str(), "S %llu", &len) == 1)
+        {
+            m_launcher.ApplyStatusLog(log.substr(pos, len));
+        }
+        else if (std::sscanf(head.c_str(), "B %d %d %llu", &id, &eof, &len) == 3 &&
+                 m_conns.count(id))
+        {
+            Ingest(id, log.data() + pos, len);
+            if (eof)
+            {
+                CloseConnection(id);
+            }
+        }
+        pos += len;
+    }
+    m_dirty = true;
+}
+
+void
+LiveJobSource::RollBack()
+{
+    // Hand the snapshot everything read since it was taken, then vanish: the snapshot
+    // re-simulates from its state with those ops in their places.
+    const std::string path =
+        m_socketDir + "/rollback-" + std::to_string(::getpid()) + ".log";
+    if (FILE* f = std::fopen(path.c_str(), "wb"))
+    {
+        const std::string statuses = m_launcher.TakeStatusLog();
+        std::fprintf(f, "S %zu\n", statuses.size());
+        std::fwrite(statuses.data(), 1, statuses.size(), f);
+        std::set<int32_t> ids(m_spec.eof);
+        for (const auto& kv : m_spec.log)
+        {
+            ids.insert(kv.first);
+        }
+        for (int32_t id : ids)
+        {
+            const std::string& bytes = m_spec.log[id];
+            std::fprintf(f, "B %d %d %zu\n", id, m_spec.eof.count(id) ? 1 : 0, bytes.size());
+            std::fwrite(bytes.data(), 1, bytes.size(), f);
+        }
+        std::fclose(f);
+    }
+    for (int32_t id : m_spec.accepted)
+    {
+        auto it = m_conns.find(id);
+        if (it == m_conns.end())
+        {
+            continue; // accepted and closed since: its bytes and end are in the log
+        }
+        char rec[32];
+        const int len = std::snprintf(rec, sizeof rec, "F %d", id);
+        iovec iov = {rec, static_cast<size_t>(len)};
+        char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg = {};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &it->second.fd, sizeof(int));
+        (void)!::sendmsg(m_spec.channel, &msg, 0);
+    }
+    const std::string rec = "R " + path + " " + std::to_string(m_spec.events);
+    (void)!::send(m_spec.channel, rec.data(), rec.size(), 0);
+    std::fflush(nullptr);
+    ::_exit(0);
+}
+
+void
+LiveJobSource::Commit()
+{
+    (void)!::send(m_spec.channel, "C", 1, 0);
+    ::close(m_spec.channel);
+    ++m_stats.commits;
+    m_spec = Speculation();
+}
+
+int
+LiveJobSource::SplitCoordinator()
+{
+    return m_launcher.SplitCoordinator();
+}
+
+void
+LiveJobSource::ReportResult(int code)
+{
+    m_launcher.ReportResult(code);
+}
+
+void
 LiveJobSource::FailWaitingCalls(const std::string& why)
 {
     for (const auto& [op, a] : m_waits)
@@ -819,10 +1193,17 @@ LiveJobSource::Run()
 {
     InterruptGuard guard;
     HostFirstScheduler::SetGate([this](bool have, uint64_t ts) { return Gate(have, ts); });
+    m_stats.optimistic = m_optimistic;
     try
     {
         Simulator::Run();
         HostFirstScheduler::SetGate(nullptr);
+        if (m_spec.active)
+        {
+            // Every program is done: nothing can arrive any more, the speculation stands.
+            ReleaseHeld();
+            Commit();
+        }
     }
     catch (const LiveRunEnded& e)
     {

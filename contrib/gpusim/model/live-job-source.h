@@ -47,6 +47,13 @@ struct LiveRunStats
     uint32_t lateThreads = 0;     //!< threads first seen after their start instant had passed
     uint32_t liftedWaits = 0;     //!< times the bound stopped waiting for blocked threads
     uint64_t lateOps = 0;         //!< ops that arrived after the simulation passed their instant
+    // Optimistic synchronization.
+    bool optimistic = false;
+    uint64_t snapshots = 0;         //!< speculations started (fork()ed snapshots)
+    uint64_t commits = 0;           //!< speculations confirmed
+    uint64_t rollbacks = 0;         //!< speculations undone (restored from the snapshot)
+    uint64_t resimulatedEvents = 0; //!< events run speculatively and undone
+    uint64_t maxSnapshotBytes = 0;  //!< resident memory of the largest snapshot (shared COW)
     std::string ToJson() const;
 };
 
@@ -74,6 +81,12 @@ class LiveJobSource : public OpFeed
     /// The ops received so far, as a trace (rank files + manifest metadata "mode": "live").
     gpusim::JobTrace GetRecording() const;
     const LiveRunStats& GetStats() const;
+    /// Optimistic runs (attribute Optimistic): after Launch(), splits off the coordinator that
+    /// stays the programs' parent (ProgramLauncher::SplitCoordinator). Returns -1 in the
+    /// worker, which goes on with the simulation; in the coordinator, the exit code to return.
+    int SplitCoordinator();
+    /// Worker of an optimistic run: the exit code the coordinator returns.
+    void ReportResult(int code);
     /// Exit status of each process (waitpid form), after Run().
     const std::vector<ProgramLauncher::Process>& GetProcesses() const;
     /// "" or why Run() ended the programs (timeout, interrupt, stuck).
@@ -105,6 +118,8 @@ class LiveJobSource : public OpFeed
         int32_t pid = -1;          //!< program process and thread (from HELLO)
         int32_t tid = -1;
         bool lifted = false;       //!< blocked outside CUDA while nothing else could move
+        uint64_t heldAnswers = 0;  //!< answers computed speculatively, not sent yet
+        uint64_t heldMinNs = 0;    //!< earliest of them (the thread resumes no earlier)
 
         std::set<std::pair<uint32_t, uint32_t>> feeds; //!< (rank, thread) it carried
     };
@@ -140,6 +155,54 @@ class LiveJobSource : public OpFeed
     uint64_t Bound() const;
     /// Unparks threads whose op (or end) has arrived.
     void WakeParked();
+    /// Bound() over everything but connection `except` (-1: everything).
+    uint64_t BoundExcept(int32_t except) const;
+    /// Appends bytes read from a connection and handles the complete lines.
+    void Ingest(int32_t id, const char* data, size_t n);
+    /// Sends an answer (and applies what it changes) or, while speculating from a state no
+    /// later op could change yet, holds it.
+    void Answer(int32_t conn,
+                uint32_t rank,
+                uint32_t thread,
+                uint64_t seq,
+                int64_t value,
+                uint64_t atNs);
+    void ReleaseHeld();
+
+    // Optimistic synchronization: when the gate has waited for the programs for a while, the
+    // simulator fork()s; the parent stays behind as the snapshot and the child runs on past
+    // the bound, logging what it reads. An op whose instant the child has already passed rolls
+    // back: the child hands its log (and new sockets) to the snapshot and exits; the snapshot
+    // ingests it and goes on. Once the bound passes everything the child ran, the snapshot is
+    // released.
+    void Speculate();
+    void WaitAsSnapshot(int channel);
+    [[noreturn]] void RollBack();
+    void Commit();
+    struct Speculation
+    {
+        bool active = false;
+        int channel = -1;           //!< SOCK_SEQPACKET to the snapshot
+        uint64_t maxTs = 0;         //!< latest event instant run since the snapshot
+        uint64_t events = 0;        //!< events run since the snapshot
+        double lastPumpS = 0;
+        std::map<int32_t, std::string> log; //!< bytes read per connection since the snapshot
+        std::set<int32_t> eof;      //!< connections that ended since
+        std::set<int32_t> accepted; //!< connections accepted since
+    };
+    struct HeldAnswer
+    {
+        int32_t conn;
+        uint32_t rank;
+        uint32_t thread;
+        uint64_t seq;
+        uint64_t atNs;
+        int64_t value;
+    };
+    bool m_optimistic = false;
+    double m_speculateAfterS = 0.002;
+    Speculation m_spec;
+    std::vector<HeldAnswer> m_held;
     /// Nothing can move: every connected program thread waits for an answer and every running
     /// process has one (held for a moment, since a new program thread may still appear).
     bool Deadlocked();

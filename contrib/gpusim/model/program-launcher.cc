@@ -1,6 +1,10 @@
 #include "ns3/program-launcher.h"
 
 #include <cerrno>
+#include <fstream>
+#include <set>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <climits>
 #include <sys/stat.h>
 #include <chrono>
@@ -30,7 +34,10 @@ OnInterrupt(int sig)
 
 ProgramLauncher::~ProgramLauncher()
 {
-    StopAll(0.5);
+    if (!m_proxy)
+    {
+        StopAll(0.5);
+    }
 }
 
 size_t
@@ -84,6 +91,28 @@ ProgramLauncher::Spawn(const std::vector<std::string>& program,
 bool
 ProgramLauncher::Reap()
 {
+    if (m_proxy)
+    {
+        char buf[4096];
+        for (ssize_t n; (n = ::read(m_statusFd, buf, sizeof buf)) > 0;)
+        {
+            m_statusIn.append(buf, static_cast<size_t>(n));
+            m_statusLog.append(buf, static_cast<size_t>(n));
+        }
+        for (size_t nl; (nl = m_statusIn.find('\n')) != std::string::npos;)
+        {
+            ApplyStatusLine(m_statusIn.substr(0, nl));
+            m_statusIn.erase(0, nl + 1);
+        }
+        for (const auto& p : m_procs)
+        {
+            if (!p.done)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
     bool all = true;
     for (auto& p : m_procs)
     {
@@ -109,6 +138,12 @@ ProgramLauncher::Reap()
 void
 ProgramLauncher::SignalAll(int sig)
 {
+    if (m_proxy)
+    {
+        const std::string msg = "SIG " + std::to_string(sig) + "\n";
+        (void)!::write(m_controlFd, msg.data(), msg.size());
+        return;
+    }
     for (auto& p : m_procs)
     {
         if (!p.done && p.pid > 0)
@@ -123,6 +158,16 @@ ProgramLauncher::StopAll(double graceS)
 {
     if (Reap())
     {
+        return;
+    }
+    if (m_proxy)
+    {
+        (void)!::write(m_controlFd, "STOP\n", 5);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!Reap() && std::chrono::steady_clock::now() < until)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         return;
     }
     SignalAll(SIGTERM);
@@ -142,6 +187,170 @@ const std::vector<ProgramLauncher::Process>&
 ProgramLauncher::Processes() const
 {
     return m_procs;
+}
+
+void
+ProgramLauncher::ApplyStatusLine(const std::string& line)
+{
+    size_t index = 0;
+    int status = 0;
+    if (std::sscanf(line.c_str(), "X %zu %d", &index, &status) == 2 && index < m_procs.size())
+    {
+        m_procs[index].done = true;
+        m_procs[index].status = status;
+    }
+}
+
+void
+ProgramLauncher::ReportResult(int code)
+{
+    if (m_proxy)
+    {
+        const std::string msg = "RESULT " + std::to_string(code) + "\n";
+        (void)!::write(m_controlFd, msg.data(), msg.size());
+    }
+}
+
+std::string
+ProgramLauncher::TakeStatusLog()
+{
+    std::string log;
+    log.swap(m_statusLog);
+    return log;
+}
+
+void
+ProgramLauncher::ApplyStatusLog(const std::string& log)
+{
+    size_t start = 0;
+    for (size_t nl; (nl = log.find('\n', start)) != std::string::npos; start = nl + 1)
+    {
+        ApplyStatusLine(log.substr(start, nl - start));
+    }
+}
+
+int
+ProgramLauncher::SplitCoordinator()
+{
+    int status[2];
+    int control[2];
+    if (::pipe2(status, O_CLOEXEC) != 0 || ::pipe2(control, O_CLOEXEC) != 0)
+    {
+        throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+    }
+    // Workers forked from workers are re-parented here when their parent exits.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    const pid_t worker = ::fork();
+    if (worker < 0)
+    {
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    }
+    if (worker == 0)
+    {
+        ::close(status[1]);
+        ::close(control[0]);
+        m_proxy = true;
+        m_statusFd = status[0];
+        m_controlFd = control[1];
+        ::fcntl(m_statusFd, F_SETFL, O_NONBLOCK);
+        return -1;
+    }
+    ::close(status[0]);
+    ::close(control[1]);
+    m_statusFd = status[1];
+    m_controlFd = control[0];
+    return Coordinate();
+}
+
+int
+ProgramLauncher::Coordinate()
+{
+    int result = -1;
+    bool forwarded = false;
+    std::string in;
+    while (true)
+    {
+        if (InterruptGuard::Received() && !forwarded)
+        {
+            forwarded = true;
+            ::kill(0, InterruptGuard::Received()); // our process group: the workers, not the programs
+        }
+        pollfd pf = {m_controlFd, POLLIN, 0};
+        if (::poll(&pf, 1, 10) > 0)
+        {
+            char buf[1024];
+            const ssize_t n = ::read(m_controlFd, buf, sizeof buf);
+            if (n > 0)
+            {
+                in.append(buf, static_cast<size_t>(n));
+            }
+        }
+        for (size_t nl; (nl = in.find('\n')) != std::string::npos;)
+        {
+            const std::string line = in.substr(0, nl);
+            in.erase(0, nl + 1);
+            int value = 0;
+            if (line == "STOP")
+            {
+                StopAll(2.0);
+            }
+            else if (std::sscanf(line.c_str(), "SIG %d", &value) == 1)
+            {
+                SignalAll(value);
+            }
+            else if (std::sscanf(line.c_str(), "RESULT %d", &value) == 1)
+            {
+                result = value;
+            }
+        }
+        // Reap everything: programs (their statuses go to the workers) and workers.
+        while (true)
+        {
+            int st = 0;
+            const pid_t pid = ::waitpid(-1, &st, WNOHANG);
+            if (pid <= 0)
+            {
+                break;
+            }
+            for (size_t i = 0; i < m_procs.size(); ++i)
+            {
+                if (m_procs[i].pid == pid)
+                {
+                    m_procs[i].done = true;
+                    m_procs[i].status = st;
+                    const std::string msg =
+                        "X " + std::to_string(i) + " " + std::to_string(st) + "\n";
+                    (void)!::write(m_statusFd, msg.data(), msg.size());
+                }
+            }
+        }
+        bool programsLeft = false;
+        std::set<pid_t> programs;
+        for (const auto& p : m_procs)
+        {
+            programsLeft = programsLeft || !p.done;
+            programs.insert(p.pid);
+        }
+        // Workers: our children that are not programs (snapshots re-parented here included).
+        bool workersLeft = false;
+        std::ifstream children("/proc/self/task/" + std::to_string(::getpid()) + "/children");
+        for (pid_t child; children >> child;)
+        {
+            workersLeft = workersLeft || !programs.count(child);
+        }
+        if (!workersLeft)
+        {
+            // No worker left: whatever still runs has no simulator any more.
+            if (programsLeft)
+            {
+                StopAll(1.0);
+            }
+            return result >= 0 ? result : 2;
+        }
+    }
 }
 
 std::string

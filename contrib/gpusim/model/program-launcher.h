@@ -44,8 +44,31 @@ class ProgramLauncher
     /// "exited with status 1", "was killed by signal 9 (Killed)".
     static std::string DescribeStatus(int status);
 
+    /// Splits the process into a coordinator and a worker (optimistic live runs, whose worker
+    /// forks snapshots of itself). The coordinator stays the processes' parent and a subreaper:
+    /// it reaps them, forwards their statuses to whichever worker process is active, stops them
+    /// on request, forwards SIGINT/SIGTERM to the workers, and returns the exit code the last
+    /// worker reported (ReportResult), or 2 if none did. In the worker, returns -1 and this
+    /// launcher becomes a proxy: Reap() reads the forwarded statuses, StopAll() and
+    /// SignalAll() ask the coordinator.
+    int SplitCoordinator();
+    /// Worker side: the run's exit code, for the coordinator to exit with.
+    void ReportResult(int code);
+    /// Worker side: statuses read since the last call (a speculative worker hands them back on
+    /// rollback) / applies such a log.
+    std::string TakeStatusLog();
+    void ApplyStatusLog(const std::string& log);
+
   private:
+    int Coordinate();
+    void ApplyStatusLine(const std::string& line);
+
     std::vector<Process> m_procs;
+    bool m_proxy = false;   //!< worker side of SplitCoordinator
+    int m_statusFd = -1;    //!< coordinator -> workers: "X index status"
+    int m_controlFd = -1;   //!< workers -> coordinator: "STOP", "SIG n", "RESULT code"
+    std::string m_statusIn; //!< partial status line
+    std::string m_statusLog;
 };
 
 class InterruptGuard

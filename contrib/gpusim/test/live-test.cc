@@ -417,9 +417,9 @@ TEST(Live, UsageErrors)
     EXPECT_EQ(Shell(d, kGpusim + " run --gpus 2").code, 1);
     EXPECT_EQ(Shell(d, kGpusim + " run --gpus 3 --devices-per-process 2 -- true").code, 1);
     EXPECT_EQ(Shell(d, kGpusim + " run --host-time sometimes -- true").code, 1);
-    Result r = Shell(d, kGpusim + " run --sync optimistic -- true");
+    Result r = Shell(d, kGpusim + " run --sync eventually -- true");
     EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("optimistic"), std::string::npos);
+    EXPECT_NE(r.err.find("--sync"), std::string::npos);
 }
 
 // A thread per GPU while the main thread, which used GPU 0 first, waits in join(): blocked
@@ -429,24 +429,83 @@ TEST(Live, UsageErrors)
 TEST(Live, ThreadPerGpuWithAJoiningMainThread)
 {
     REQUIRE_SHIM();
+    for (const char* sync : {"conservative", "optimistic"})
+    {
+        SCOPED_TRACE(sync);
+        TempDir d;
+        const std::string trace = d.Path() + "/trace";
+        Result live = Shell(d, kGpusim + " run --servers 1 --gpus 2 --devices-per-process 2 "
+                                         "--host-time fixed:1 --timeout 60 --sync " + sync + " --out " + trace +
+                                   " --json " + d.Path() + "/live.json -- " + kThreads + " 2");
+        ASSERT_EQ(live.code, 0) << live.err;
+        Result ref = Shell(d, kGpusim + " collective --servers 1 --gpus-per-server 2 --bytes 64M --quiet");
+        ASSERT_EQ(ref.code, 0);
+        auto rows = CollectiveRows(ref.out);
+        ASSERT_EQ(rows.size(), 1u);
+        double us0 = 0, us1 = 0;
+        ASSERT_EQ(std::sscanf(live.out.c_str(), "gpu 0: %lf us per 64 MiB AllReduce\ngpu 1: %lf", &us0, &us1), 2)
+            << live.out;
+        EXPECT_NEAR(us0, rows[0].hostUs, 0.02 * rows[0].hostUs);
+        EXPECT_NEAR(us1, rows[0].hostUs, 0.02 * rows[0].hostUs);
+        Result sim = Shell(d, kGpusim + " simulate " + trace + " --servers 1 --json " + d.Path() + "/sim.json");
+        ASSERT_EQ(sim.code, 0) << sim.err;
+        EXPECT_TRUE(ReadFile(d.Path() + "/live.json") == ReadFile(d.Path() + "/sim.json"));
+        EXPECT_NE(ReadFile(trace + "/live-stats.json").find("\"late_ops\":0"), std::string::npos);
+    }
+}
+
+namespace
+{
+/// A number from live-stats.json.
+long
+Stat(const std::string& json, const std::string& key)
+{
+    auto p = json.find("\"" + key + "\":");
+    return p == std::string::npos ? -1 : std::atol(json.c_str() + p + key.size() + 3);
+}
+} // namespace
+
+// Optimistic synchronization gives the conservative result. Rank 1 sleeps (real time, no
+// simulated time) after each AllReduce: the simulator speculates past it, and its next op lands
+// in the speculated past, so the speculation is rolled back and re-simulated.
+TEST(Live, OptimisticRollsBackToTheConservativeResult)
+{
+    REQUIRE_SHIM();
     TempDir d;
-    const std::string trace = d.Path() + "/trace";
-    Result live = Shell(d, kGpusim + " run --servers 1 --gpus 2 --devices-per-process 2 "
-                                     "--host-time fixed:1 --timeout 60 --out " + trace +
-                               " --json " + d.Path() + "/live.json -- " + kThreads + " 2");
-    ASSERT_EQ(live.code, 0) << live.err;
-    Result ref = Shell(d, kGpusim + " collective --servers 1 --gpus-per-server 2 --bytes 64M --quiet");
-    ASSERT_EQ(ref.code, 0);
-    auto rows = CollectiveRows(ref.out);
-    ASSERT_EQ(rows.size(), 1u);
-    double us0 = 0, us1 = 0;
-    ASSERT_EQ(std::sscanf(live.out.c_str(), "gpu 0: %lf us per 64 MiB AllReduce\ngpu 1: %lf", &us0, &us1), 2)
-        << live.out;
-    EXPECT_NEAR(us0, rows[0].hostUs, 0.02 * rows[0].hostUs);
-    EXPECT_NEAR(us1, rows[0].hostUs, 0.02 * rows[0].hostUs);
-    Result sim = Shell(d, kGpusim + " simulate " + trace + " --servers 1 --json " + d.Path() + "/sim.json");
+    const std::string prog = kPerf + " -b 1M -e 4M -n 5 -w 1 --sleep-ms 5 --sleep-rank 1";
+    Result cons = Shell(d, kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --json " +
+                               d.Path() + "/c.json -- " + prog);
+    ASSERT_EQ(cons.code, 0) << cons.err;
+    Result opt = Shell(d, kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --sync "
+                              "optimistic --out " + d.Path() + "/o --json " + d.Path() +
+                              "/o.json -- " + prog);
+    ASSERT_EQ(opt.code, 0) << opt.err;
+    EXPECT_EQ(opt.out, cons.out); // the program printed the same simulated times
+    EXPECT_TRUE(ReadFile(d.Path() + "/c.json") == ReadFile(d.Path() + "/o.json"));
+    const std::string stats = ReadFile(d.Path() + "/o/live-stats.json");
+    EXPECT_GE(Stat(stats, "snapshots"), 1) << stats;
+    EXPECT_GE(Stat(stats, "rollbacks"), 1) << stats;
+    EXPECT_GT(Stat(stats, "resimulated_events"), 0) << stats;
+}
+
+// Host work after issuing each step's AllReduce (the program runs late in simulated time): the
+// simulator speculates through the AllReduce while the program computes, and the speculation
+// stands. The recording still replays exactly (packet backend).
+TEST(Live, OptimisticSpeculationCommitsAndReplaysExactly)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    const std::string cluster = " --servers 2 --gpus-per-server 1 --backend packet";
+    Result opt = Shell(d, kGpusim + " run" + cluster + " --gpus 2 --sync optimistic --out " +
+                              d.Path() + "/o --json " + d.Path() + "/o.json -- " + kPerf +
+                              " --mode steps -n 4 -e 4M --host-work-ms 20");
+    ASSERT_EQ(opt.code, 0) << opt.err;
+    const std::string stats = ReadFile(d.Path() + "/o/live-stats.json");
+    EXPECT_GE(Stat(stats, "commits"), 1) << stats;
+    EXPECT_GT(Stat(stats, "max_snapshot_bytes"), 0) << stats;
+    Result sim = Shell(d, kGpusim + " simulate " + d.Path() + "/o" + cluster + " --json " +
+                              d.Path() + "/s.json");
     ASSERT_EQ(sim.code, 0) << sim.err;
-    EXPECT_TRUE(ReadFile(d.Path() + "/live.json") == ReadFile(d.Path() + "/sim.json"));
-    EXPECT_NE(ReadFile(trace + "/live-stats.json").find("\"late_ops\":0"), std::string::npos);
+    EXPECT_TRUE(ReadFile(d.Path() + "/o.json") == ReadFile(d.Path() + "/s.json"));
 }
 

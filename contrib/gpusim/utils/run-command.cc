@@ -10,6 +10,7 @@
 #include "ns3/json-writer.h"
 #include "ns3/live-job-source.h"
 #include "ns3/record-command.h"
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -91,6 +92,64 @@ ReportProcesses(const LiveJobSource& live, uint32_t perProcess, std::ostream& er
     return exitCode;
 }
 
+/// The simulation of a launched live run and its report; returns the exit code.
+int
+SimulateLive(const Options& o,
+             Ptr<LiveJobSource> live,
+             GpuWorkloadHelper& helper,
+             NodeContainer& nodes,
+             const ClusterSpec& spec,
+             uint32_t gpus,
+             uint32_t perProcess,
+             std::chrono::steady_clock::time_point wall0,
+             std::ostream& err)
+{
+    const uint32_t processes = gpus / perProcess;
+    Ptr<GpuWorkload> w = helper.InstallFeed(live, nodes);
+    const bool ended = live->Run();
+    const double wallS =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    RunReport rep = w->Check();
+
+    const int exitCode = ReportProcesses(*live, perProcess, err);
+    if (o.Has("out"))
+    {
+        WriteJobTrace(live->GetRecording(), o.Get("out", ""));
+        WriteFileAtomically(o.Get("out", "") + "/live-stats.json",
+                            live->GetStats().ToJson() + "\n");
+    }
+    err << "# gpusim run: " << gpus << " ranks (" << processes << " processes x "
+        << perProcess << " GPUs) on " << DescribeCluster(spec) << "\n";
+    PrintIterations(err, *w);
+    char summary[256];
+    std::snprintf(summary, sizeof(summary),
+                  "# simulated %.3f us in %.2f s wall; %llu ops, %llu blocking calls "
+                  "answered; simulator waited %.2f s for the program\n",
+                  rep.endTime.GetNanoSeconds() / 1e3, wallS,
+                  static_cast<unsigned long long>(live->GetStats().opsReceived),
+                  static_cast<unsigned long long>(live->GetStats().answers),
+                  live->GetStats().waitForProgramS);
+    err << summary;
+    const int sig = InterruptGuard::Received();
+    if (!ended && !live->GetEndReason().empty())
+    {
+        err << "gpusim run: " << live->GetEndReason() << "\n";
+    }
+    if (FinishSimulation("run", o, w, rep, err) != 0)
+    {
+        return sig ? 128 + sig : 3;
+    }
+    if (sig)
+    {
+        return 128 + sig;
+    }
+    if (!ended && exitCode == 0)
+    {
+        return 3;
+    }
+    return exitCode;
+}
+
 } // namespace
 
 int
@@ -115,13 +174,11 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
             throw UsageError("no program given (gpusim run [options] -- PROGRAM ARGS...)");
         }
         const std::string sync = o.Get("sync", "conservative");
-        if (sync != "conservative")
+        if (sync != "conservative" && sync != "optimistic")
         {
-            throw UsageError(sync == "optimistic"
-                                 ? "--sync optimistic is not available yet (see doc/live-mode.md); "
-                                   "use conservative"
-                                 : "--sync must be conservative");
+            throw UsageError("--sync must be conservative or optimistic");
         }
+        const bool optimistic = sync == "optimistic";
         const std::string hostTime = o.Get("host-time", "measured");
         if (!ValidHostTime(hostTime))
         {
@@ -173,54 +230,29 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         live->SetAttribute("ProcessesPerServer",
                            UintegerValue(std::max<uint32_t>(1, spec.gpusPerServer / perProcess)));
         live->SetAttribute("TimeoutS", DoubleValue(timeout));
+        live->SetAttribute("Optimistic", BooleanValue(optimistic));
         std::map<std::string, std::string> env;
         env["GPUSIM_GPU"] = spec.gpuModel;
         env["GPUSIM_HOST_TIME"] = hostTime;
         const auto wall0 = std::chrono::steady_clock::now();
+        InterruptGuard interrupts; // Ctrl-C stops the programs too (own process groups)
         live->Launch(program, processes, libdir, env);
-        Ptr<GpuWorkload> w = helper.InstallFeed(live, nodes);
-        const bool ended = live->Run();
-        const double wallS =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-        RunReport rep = w->Check();
-
-        const int exitCode = ReportProcesses(*live, perProcess, err);
-        if (o.Has("out"))
+        int code;
+        if (optimistic)
         {
-            WriteJobTrace(live->GetRecording(), o.Get("out", ""));
-            WriteFileAtomically(o.Get("out", "") + "/live-stats.json",
-                                live->GetStats().ToJson() + "\n");
+            // The coordinator returns here once the run is over; the simulator goes on below.
+            code = live->SplitCoordinator();
+            if (code >= 0)
+            {
+                return code;
+            }
         }
-        err << "# gpusim run: " << gpus << " ranks (" << processes << " processes x "
-            << perProcess << " GPUs) on " << DescribeCluster(spec) << "\n";
-        PrintIterations(err, *w);
-        char summary[256];
-        std::snprintf(summary, sizeof(summary),
-                      "# simulated %.3f us in %.2f s wall; %llu ops, %llu blocking calls "
-                      "answered; simulator waited %.2f s for the program\n",
-                      rep.endTime.GetNanoSeconds() / 1e3, wallS,
-                      static_cast<unsigned long long>(live->GetStats().opsReceived),
-                      static_cast<unsigned long long>(live->GetStats().answers),
-                      live->GetStats().waitForProgramS);
-        err << summary;
-        const int sig = InterruptGuard::Received();
-        if (!ended && !live->GetEndReason().empty())
+        code = SimulateLive(o, live, helper, nodes, spec, gpus, perProcess, wall0, err);
+        if (optimistic)
         {
-            err << "gpusim run: " << live->GetEndReason() << "\n";
+            live->ReportResult(code);
         }
-        if (FinishSimulation("run", o, w, rep, err) != 0)
-        {
-            return sig ? 128 + sig : 3;
-        }
-        if (sig)
-        {
-            return 128 + sig;
-        }
-        if (!ended && exitCode == 0)
-        {
-            return 3;
-        }
-        return exitCode;
+        return code;
     }
     catch (const UsageError& e)
     {
