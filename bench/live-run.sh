@@ -53,3 +53,13 @@ if diff <(grep -E '^ +[0-9]+ ' "$T/err64") <(grep -E '^ +[0-9]+ ' "$T/sim64") >/
 else
   echo "64 ranks: MISMATCH with gpusim simulate"; exit 1
 fi
+
+echo "# 4. conservative vs optimistic on skewed ranks (host work after each AllReduce, packet backend)"
+printf "%-14s %8s  %s\n" "sync" "wall_s" "live-stats"
+for s in conservative optimistic; do
+  t0=$(now)
+  $G run --servers 2 --gpus-per-server 1 --backend packet --gpus 2 --sync "$s" --out "$T/skew-$s" \
+    -- "$PERF" --mode steps -n 6 -e 16M --host-work-ms 30 >/dev/null 2>&1
+  t1=$(now)
+  printf "%-14s %8.2f  %s\n" "$s" "$(secs "$t0" "$t1")" "$(cat "$T/skew-$s/live-stats.json")"
+done
