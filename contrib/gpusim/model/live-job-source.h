@@ -12,9 +12,11 @@
  * answer bounds nothing until the answer is given. Answers are therefore final, and with the
  * scheduler's canonical order of host steps the live run and a replay of its recording
  * (TraceOpFeed, `gpusim simulate`) process the same events in the same order.
+ * Optimistic mode (attribute Optimistic) runs ahead of the bound from fork()ed snapshots and
+ * rolls back when an op arrives in the speculated past; see doc/live-mode.md.
  *
  * Wire protocol (Unix stream socket, one connection per program thread that calls CUDA):
- *   client: "HELLO <process> <pid>\n", then "O <device> <op json>\n" (no answer wanted) or
+ *   client: "HELLO <process> <pid> <tid>\n", then "O <device> <op json>\n" (no answer wanted) or
  *           "W <device> <op json>\n" (the thread waits for the answer);
  *   server: "A <seq> <time_ns> <value>\n" answers the seq-th W line of that connection (1-based);
  *           "E <seq> <message>\n" fails it (the simulation cannot answer).
