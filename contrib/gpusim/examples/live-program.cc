@@ -28,6 +28,13 @@ using namespace ns3;
 
 NS_LOG_COMPONENT_DEFINE("LiveProgram");
 
+/// LiveJobSource "Answered" trace sink: keeps the latest return time.
+static void
+NoteAnswer(Time* last, uint32_t rank, uint32_t thread, Time at, int64_t value)
+{
+    *last = Max(*last, at);
+}
+
 int
 main(int argc, char* argv[])
 {
@@ -104,6 +111,11 @@ main(int argc, char* argv[])
     workload.SetBackend(network);
     workload.SetCostModel("ns3::RooflineCostModel");
     Ptr<GpuWorkload> w = workload.InstallFeed(live, gpus);
+    // Trace sources: when the program's blocking calls returned, in simulated time.
+    Time lastAnswer;
+    live->TraceConnectWithoutContext(
+        "Answered",
+        MakeBoundCallback(&NoteAnswer, &lastAnswer));
     const bool ok = live->Run();
     RunReport report = w->Check();
 
@@ -111,7 +123,8 @@ main(int argc, char* argv[])
               << " backend: simulated " << report.endTime.GetMicroSeconds() << " us, "
               << live->GetStats().opsReceived << " ops, " << live->GetStats().answers
               << " blocking calls answered, collectives: " << w->GetCollectives().size()
-              << (ok && report.completed ? "" : " (did not complete)") << "\n";
+              << (ok && report.completed ? "" : " (did not complete)") << "; last blocking call "
+              << "returned at " << lastAnswer.GetMicroSeconds() << " us\n";
     if (!report.completed)
     {
         std::cout << report.stuck;

@@ -111,6 +111,19 @@ LiveJobSource::GetTypeId()
                           DoubleValue(0.002),
                           MakeDoubleAccessor(&LiveJobSource::m_speculateAfterS),
                           MakeDoubleChecker<double>(0))
+            .AddTraceSource("OpReceived",
+                            "A program issued an op (rank, host thread, op)",
+                            MakeTraceSourceAccessor(&LiveJobSource::m_opReceived),
+                            "ns3::LiveJobSource::OpReceivedCallback")
+            .AddTraceSource("Answered",
+                            "A program's blocking call returns (rank, host thread, simulated "
+                            "time, value: query result or elapsed ns)",
+                            MakeTraceSourceAccessor(&LiveJobSource::m_answered),
+                            "ns3::LiveJobSource::AnsweredCallback")
+            .AddTraceSource("RolledBack",
+                            "Optimistic mode: a speculation was undone (events re-simulated)",
+                            MakeTraceSourceAccessor(&LiveJobSource::m_rolledBack),
+                            "ns3::LiveJobSource::RollbackCallback")
             .AddAttribute("TimeoutS",
                           "Wall-clock limit of the whole run in seconds (0: none)",
                           DoubleValue(0),
@@ -643,6 +656,7 @@ LiveJobSource::Answer(int32_t conn, uint32_t rank, uint32_t thread, uint64_t seq
     c->second.clockNs = std::max(c->second.clockNs, atNs);
     m_dirty = true;
     ++m_stats.answers;
+    m_answered(rank, thread, NanoSeconds(static_cast<int64_t>(atNs)), value);
     Send(conn,
          "A " + std::to_string(seq) + " " + std::to_string(atNs) + " " + std::to_string(value) +
              "\n");
@@ -887,6 +901,7 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     m_store[rank].push_back(std::move(op));
     Op* stored = &m_store[rank].back();
     ++m_stats.opsReceived;
+    m_opReceived(rank, stored->thread, *stored);
     auto& threads = m_feeds[rank];
     const bool isNew = !threads.count(stored->thread);
     ThreadFeed& f = threads[stored->thread];
@@ -1065,6 +1080,7 @@ LiveJobSource::WaitAsSnapshot(int channel)
     ::unlink(path);
     ++m_stats.rollbacks;
     m_stats.resimulatedEvents += events;
+    m_rolledBack(events);
     for (const auto& [id, fd] : fds)
     {
         Connection c;

@@ -104,10 +104,19 @@ class LiveJobSource : public OpFeed
                    std::function<void()> ready) override;
     void Returned(uint32_t rank, uint32_t thread, const gpusim::Op& op, int64_t value) override;
 
+    /// TraceSource signatures.
+    typedef void (*OpReceivedCallback)(uint32_t rank, uint32_t thread, const gpusim::Op& op);
+    typedef void (*AnsweredCallback)(uint32_t rank, uint32_t thread, Time at, int64_t value);
+    typedef void (*RollbackCallback)(uint64_t resimulatedEvents);
+
   protected:
     void DoDispose() override;
 
   private:
+    TracedCallback<uint32_t, uint32_t, const gpusim::Op&> m_opReceived; //!< op from a program
+    TracedCallback<uint32_t, uint32_t, Time, int64_t> m_answered;       //!< blocking call returns
+    TracedCallback<uint64_t> m_rolledBack; //!< optimistic: a speculation was undone
+
     struct Connection
     {
         int fd = -1;
