@@ -472,7 +472,8 @@ TEST(Live, OptimisticRollsBackToTheConservativeResult)
 {
     REQUIRE_SHIM();
     TempDir d;
-    const std::string prog = kPerf + " -b 1M -e 4M -n 5 -w 1 --sleep-ms 5 --sleep-rank 1";
+    // 40 ms of sleep per AllReduce: long against any scheduling delay of a busy CI machine.
+    const std::string prog = kPerf + " -b 1M -e 2M -n 3 -w 1 --sleep-ms 40 --sleep-rank 1";
     Result cons = Shell(d, kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --json " +
                                d.Path() + "/c.json -- " + prog);
     ASSERT_EQ(cons.code, 0) << cons.err;
