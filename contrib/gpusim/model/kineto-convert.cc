@@ -226,99 +226,180 @@ ParseRankList(const std::string& s)
     return out;
 }
 
-} // namespace
-
-RankTrace
-KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
+/// One host thread's ops while they are emitted.
+struct ThreadOps
 {
-    const auto& ev = trace.events;
-    const size_t n = ev.size();
-    const auto& opt = graph.options;
-    RankTrace rt;
-    rt.rank = static_cast<uint32_t>(std::max<int64_t>(0, trace.rank));
-    rt.device = trace.devices.empty() ? "" : trace.devices.front().name;
+    uint32_t thread = 0;
+    std::vector<Op> ops;
+    double cursor = 0;         //!< recorded time up to which host time has been accounted
+    std::vector<Op> gpuFront;  //!< cpuGpu ablation: GPU-side ops detached from the host
+};
 
-    // Stream ids: raw Kineto stream ids on one device, device-qualified on several.
-    std::set<int64_t> gpuDevices;
-    for (const auto& e : ev)
+/// Converts one trace in the steps of KinetoToRankTrace(): index which calls play which
+/// GPU-side role, collect each host thread's items in recorded order, then emit each thread's
+/// ops (the GPU ops among them built on the way, which numbers the collectives in launch order).
+class KinetoConverter
+{
+  public:
+    KinetoConverter(const KinetoTrace& trace, const KinetoGraph& graph);
+
+    void IndexCallRoles();
+    void NumberEvents();
+    void CollectHostItems();
+    void OrderThreads();
+    void IndexParamComms();
+    std::vector<Op> EmitThread(uint32_t t);
+    void PrependCommInits(std::vector<std::vector<Op>>& perThread) const;
+
+    uint32_t ThreadCount() const { return static_cast<uint32_t>(m_threadOrder.size()); }
+    uint64_t OrphanCount() const { return m_orphans; }
+
+  private:
+    int64_t StreamId(int64_t device, int64_t stream) const;
+    void AddItem(const KinetoEvent& e, const HostItem& item);
+
+    // GPU ops and collectives.
+    Op GpuOp(uint32_t i, uint32_t thread);
+    const KinetoCollectiveArgs* CollArgsOf(uint32_t gpu) const;
+    void MakeCollective(Op& op, uint32_t i, uint32_t thread);
+    void RegisterComm(const std::string& comm, const KinetoCollectiveArgs* args, uint32_t thread);
+
+    // Emission of one thread's items.
+    void EmitHost(ThreadOps& out, double cpu, const std::string& name) const;
+    void EmitGpuSide(ThreadOps& out, Op op, double cpu) const;
+    void EmitMarker(ThreadOps& out, const HostItem& item) const;
+    void EmitSignal(ThreadOps& out, const HostItem& item) const;
+    void EmitThreadWait(ThreadOps& out, const HostItem& item) const;
+    void EmitCall(ThreadOps& out, const HostItem& item);
+    void EmitBlockingCall(ThreadOps& out, uint32_t call, const KinetoSyncLink& sync);
+    void EmitSyncCopies(ThreadOps& out,
+                        const std::vector<uint32_t>& copies,
+                        const KinetoSyncLink& sync,
+                        double pre);
+    Op SyncOp(uint32_t thread, const KinetoEvent& call, const KinetoSyncLink& sync, double pre);
+    void EmitNonBlockingCall(ThreadOps& out, uint32_t call);
+
+    const KinetoTrace& m_trace;
+    const KinetoGraph& m_graph;
+    const std::vector<KinetoEvent>& m_ev;
+    const KinetoGraphOptions& m_opt;
+    std::set<int64_t> m_gpuDevices; //!< devices with GPU work
+    int64_t m_device0 = 0;          //!< the first of them (stream-less sync calls)
+    std::unordered_map<uint32_t, std::vector<uint32_t>> m_gpuOfCall;
+    std::unordered_map<uint32_t, const KinetoSyncLink*> m_syncOfCall;
+    /// Event ids: one per record call that some wait or event sync refers to.
+    std::map<uint32_t, uint64_t> m_eventOfRecord;
+    std::unordered_map<uint32_t, int64_t> m_recordStream;
+    std::unordered_map<uint32_t, std::vector<const KinetoCrossStreamLink*>> m_waitsOfCall;
+    std::map<ThreadKey, std::vector<HostItem>> m_items;
+    uint64_t m_orphans = 0;
+    std::vector<std::pair<double, ThreadKey>> m_threadOrder; //!< by first activity
+    std::unordered_map<int64_t, const KinetoEvent*> m_paramCommsByExternal;
+    std::map<std::string, uint64_t> m_seqOfComm;
+    std::map<std::string, std::pair<int32_t, int32_t>> m_commInfo; //!< nranks, commRank
+    std::map<std::string, uint32_t> m_commFirstThread;
+};
+
+KinetoConverter::KinetoConverter(const KinetoTrace& trace, const KinetoGraph& graph) :
+    m_trace(trace),
+    m_graph(graph),
+    m_ev(trace.events),
+    m_opt(graph.options)
+{
+    for (const auto& e : m_ev)
     {
         if (e.IsGpu())
         {
-            gpuDevices.insert(e.device);
+            m_gpuDevices.insert(e.device);
         }
     }
-    auto streamId = [&gpuDevices](int64_t device, int64_t stream) -> int64_t {
-        // A recorded stream 0 (ROCm's null stream) must not become the IR's legacy default
-        // stream: the recording already shows the orderings it imposed as explicit edges, and
-        // the engine would add implicit ones (the MI300 trace's compute on stream 0 would wait
-        // for every RCCL kernel, +29 % on its makespan).
-        if (stream == 0)
-        {
-            stream = kKinetoNullStreamId;
-        }
-        // Wrapping unsigned arithmetic: ids from damaged traces may be negative.
-        return gpuDevices.size() <= 1 ? stream
-                                      : static_cast<int64_t>((static_cast<uint64_t>(device) << 32) +
-                                                             static_cast<uint64_t>(stream));
-    };
-    int64_t device0 = gpuDevices.empty() ? 0 : *gpuDevices.begin();
+    m_device0 = m_gpuDevices.empty() ? 0 : *m_gpuDevices.begin();
+}
 
-    // Which calls take part in which GPU-side role.
-    std::unordered_map<uint32_t, std::vector<uint32_t>> gpuOfCall;
-    for (uint32_t i = 0; i < n; ++i)
+/// Stream ids: raw Kineto stream ids on one device, device-qualified on several.
+int64_t
+KinetoConverter::StreamId(int64_t device, int64_t stream) const
+{
+    // A recorded stream 0 (ROCm's null stream) must not become the IR's legacy default
+    // stream: the recording already shows the orderings it imposed as explicit edges, and
+    // the engine would add implicit ones (the MI300 trace's compute on stream 0 would wait
+    // for every RCCL kernel, +29 % on its makespan).
+    if (stream == 0)
     {
-        if (graph.launchOf[i] >= 0)
+        stream = kKinetoNullStreamId;
+    }
+    // Wrapping unsigned arithmetic: ids from damaged traces may be negative.
+    return m_gpuDevices.size() <= 1
+               ? stream
+               : static_cast<int64_t>((static_cast<uint64_t>(device) << 32) +
+                                      static_cast<uint64_t>(stream));
+}
+
+/// Which calls take part in which GPU-side role: launches and blocking calls.
+void
+KinetoConverter::IndexCallRoles()
+{
+    for (uint32_t i = 0; i < m_ev.size(); ++i)
+    {
+        if (m_graph.launchOf[i] >= 0)
         {
-            gpuOfCall[static_cast<uint32_t>(graph.launchOf[i])].push_back(i);
+            m_gpuOfCall[static_cast<uint32_t>(m_graph.launchOf[i])].push_back(i);
         }
     }
-    std::unordered_map<uint32_t, const KinetoSyncLink*> syncOfCall;
-    for (const auto& s : graph.syncs)
+    for (const auto& s : m_graph.syncs)
     {
-        syncOfCall[s.call] = &s;
+        m_syncOfCall[s.call] = &s;
     }
-    // Event ids: one per record call that some wait or event sync refers to.
-    std::map<uint32_t, uint64_t> eventOfRecord;
-    std::unordered_map<uint32_t, int64_t> recordStream;
-    std::unordered_map<uint32_t, std::vector<const KinetoCrossStreamLink*>> waitsOfCall;
-    if (opt.gpuGpu)
+}
+
+/// Event ids (1, 2, ... in record-call order) for the records that cross-stream waits (with
+/// gpu_gpu) and event syncs (with gpu_cpu) refer to.
+void
+KinetoConverter::NumberEvents()
+{
+    if (m_opt.gpuGpu)
     {
-        for (const auto& l : graph.crossStream)
+        for (const auto& l : m_graph.crossStream)
         {
-            eventOfRecord.emplace(l.recordCall, 0);
-            recordStream[l.recordCall] = l.recordStream;
-            waitsOfCall[l.waitCall].push_back(&l);
+            m_eventOfRecord.emplace(l.recordCall, 0);
+            m_recordStream[l.recordCall] = l.recordStream;
+            m_waitsOfCall[l.waitCall].push_back(&l);
         }
     }
-    if (opt.gpuCpu)
+    if (m_opt.gpuCpu)
     {
-        for (const auto& s : graph.syncs)
+        for (const auto& s : m_graph.syncs)
         {
             if (s.what == DepDetail::EventSync && s.recordCall >= 0 && !s.awaited.empty())
             {
-                eventOfRecord.emplace(static_cast<uint32_t>(s.recordCall), 0);
-                recordStream[static_cast<uint32_t>(s.recordCall)] = s.stream;
+                m_eventOfRecord.emplace(static_cast<uint32_t>(s.recordCall), 0);
+                m_recordStream[static_cast<uint32_t>(s.recordCall)] = s.stream;
             }
         }
     }
+    uint64_t next = 1;
+    for (auto& [call, id] : m_eventOfRecord)
     {
-        uint64_t next = 1;
-        for (auto& [call, id] : eventOfRecord)
-        {
-            id = next++;
-        }
+        id = next++;
     }
+}
 
-    // Host items per thread.
-    std::map<ThreadKey, std::vector<HostItem>> items;
-    auto add = [&items](const KinetoEvent& e, HostItem item) {
-        items[{e.pid, e.tid}].push_back(item);
-    };
+void
+KinetoConverter::AddItem(const KinetoEvent& e, const HostItem& item)
+{
+    m_items[{e.pid, e.tid}].push_back(item);
+}
+
+/// Host items per thread: ProfilerStep markers, the calls with a GPU-side role, orphan GPU
+/// ops (issued from the first thread at their GPU start) and the inter-thread links.
+void
+KinetoConverter::CollectHostItems()
+{
     ThreadKey firstThread{0, 0};
     bool haveFirst = false;
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < m_ev.size(); ++i)
     {
-        const auto& e = ev[i];
+        const auto& e = m_ev[i];
         if (e.IsHost() && !haveFirst)
         {
             firstThread = {e.pid, e.tid};
@@ -327,8 +408,8 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         if (e.category == KinetoCategory::UserAnnotation &&
             e.name.compare(0, 12, "ProfilerStep") == 0)
         {
-            add(e, HostItem{e.tsUs, HostItem::MarkerBegin, i});
-            add(e, HostItem{e.EndUs(), HostItem::MarkerEnd, i});
+            AddItem(e, HostItem{e.tsUs, HostItem::MarkerBegin, i});
+            AddItem(e, HostItem{e.EndUs(), HostItem::MarkerEnd, i});
             continue;
         }
         if (e.category != KinetoCategory::Runtime && e.category != KinetoCategory::Driver)
@@ -337,38 +418,38 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         }
         // Syncs stay items with gpu_cpu off too: their host time before and after the wait
         // must stay host time while the wait itself goes.
-        bool relevant = gpuOfCall.count(i) || eventOfRecord.count(i) || waitsOfCall.count(i) ||
-                        syncOfCall.count(i);
-        if (relevant)
+        if (m_gpuOfCall.count(i) || m_eventOfRecord.count(i) || m_waitsOfCall.count(i) ||
+            m_syncOfCall.count(i))
         {
-            add(e, HostItem{e.tsUs, HostItem::Call, i});
+            AddItem(e, HostItem{e.tsUs, HostItem::Call, i});
         }
     }
-    // GPU ops without a launch call: issue them from the first thread at their GPU start.
-    std::vector<uint32_t> orphans;
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < m_ev.size(); ++i)
     {
-        if (ev[i].IsGpu() && graph.launchOf[i] < 0)
+        if (m_ev[i].IsGpu() && m_graph.launchOf[i] < 0)
         {
-            orphans.push_back(i);
-            items[firstThread].push_back(HostItem{ev[i].tsUs, HostItem::Call, i});
+            ++m_orphans;
+            m_items[firstThread].push_back(HostItem{m_ev[i].tsUs, HostItem::Call, i});
         }
     }
     uint64_t nextToken = 1;
-    for (const auto& l : graph.threadLinks)
+    for (const auto& l : m_graph.threadLinks)
     {
         uint64_t token = nextToken++;
-        const auto& from = ev[l.from];
-        const auto& to = ev[l.to];
-        HostItem s{from.EndUs(), HostItem::Signal, l.from, token};
-        add(from, s);
-        HostItem w{to.tsUs, HostItem::ThreadWait, l.to, token, from.EndUs(), l.idleFromUs};
-        add(to, w);
+        const auto& from = m_ev[l.from];
+        const auto& to = m_ev[l.to];
+        AddItem(from, HostItem{from.EndUs(), HostItem::Signal, l.from, token});
+        AddItem(to,
+                HostItem{to.tsUs, HostItem::ThreadWait, l.to, token, from.EndUs(), l.idleFromUs});
     }
+}
 
-    // Thread indices: in order of first activity.
-    std::vector<std::pair<double, ThreadKey>> threadOrder;
-    for (auto& [key, list] : items)
+/// Sorts each thread's items by time (then kind) and numbers the threads in order of first
+/// activity.
+void
+KinetoConverter::OrderThreads()
+{
+    for (auto& [key, list] : m_items)
     {
         std::stable_sort(list.begin(), list.end(), [](const HostItem& a, const HostItem& b) {
             if (a.key != b.key)
@@ -377,391 +458,505 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
             }
             return a.kind < b.kind;
         });
-        threadOrder.emplace_back(list.empty() ? 0.0 : list.front().key, key);
+        m_threadOrder.emplace_back(list.empty() ? 0.0 : list.front().key, key);
     }
-    std::stable_sort(threadOrder.begin(), threadOrder.end(), [](const auto& a, const auto& b) {
-        return a.first < b.first;
-    });
+    std::stable_sort(m_threadOrder.begin(),
+                     m_threadOrder.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+}
 
-    // Collective sequence numbers per communicator, in launch order.
-    std::unordered_map<int64_t, const KinetoEvent*> paramCommsByExternal;
-    for (const auto& e : ev)
+/// record_param_comms ops with collective metadata, by External id.
+void
+KinetoConverter::IndexParamComms()
+{
+    for (const auto& e : m_ev)
     {
         if (e.category == KinetoCategory::CpuOp && e.name == "record_param_comms" &&
             e.coll.present && e.externalId >= 0)
         {
-            paramCommsByExternal.emplace(e.externalId, &e);
+            m_paramCommsByExternal.emplace(e.externalId, &e);
         }
     }
-    auto collArgsOf = [&](uint32_t gpu) -> const KinetoCollectiveArgs* {
-        if (ev[gpu].coll.present)
-        {
-            return &ev[gpu].coll;
-        }
-        int64_t call = graph.launchOf[gpu];
-        if (call < 0)
-        {
-            return nullptr;
-        }
-        // The launch happens inside PyTorch's record_param_comms op, which carries the args.
-        for (int64_t p = graph.parent[call]; p >= 0; p = graph.parent[p])
-        {
-            if (ev[p].name == "record_param_comms" && ev[p].coll.present)
-            {
-                return &ev[p].coll;
-            }
-        }
-        for (int64_t id : {ev[gpu].externalId, ev[call].externalId})
-        {
-            auto it = paramCommsByExternal.find(id);
-            if (id >= 0 && it != paramCommsByExternal.end())
-            {
-                return &it->second->coll;
-            }
-        }
-        return nullptr;
-    };
-    std::map<std::string, uint64_t> seqOfComm;
-    std::map<std::string, std::pair<int32_t, int32_t>> commInfo; // nranks, commRank
-    std::map<std::string, uint32_t> commFirstThread;
+}
 
-    // Builds the Op for one GPU activity.
-    auto gpuOp = [&](uint32_t i, uint32_t thread) {
-        const auto& e = ev[i];
-        Op op;
-        op.thread = thread;
-        op.stream = streamId(e.device, e.stream);
-        op.name = e.name;
-        op.durUs = e.durUs;
-        if (e.category == KinetoCategory::Memcpy)
-        {
-            op.kind = OpKind::Memcpy;
-            op.copyKind = CopyKindFromName(e.name);
-            op.bytes = e.bytes;
-            return op;
-        }
-        if (e.category == KinetoCategory::Memset)
-        {
-            op.kind = OpKind::Memset;
-            op.bytes = e.bytes;
-            return op;
-        }
-        op.kind = OpKind::Kernel;
-        if (e.hasLaunchShape)
-        {
-            op.grid = e.grid;
-            op.block = e.block;
-        }
-        CollKind kind;
-        const KinetoCollectiveArgs* args = IsNcclKernel(e) ? collArgsOf(i) : nullptr;
-        bool mapped = IsNcclKernel(e) && ((args && ParseKinetoCollective(args->name, kind)) ||
-                                          ParseKinetoCollective(e.name, kind));
-        if (!mapped)
-        {
-            return op;
-        }
-        op.kind = OpKind::Collective;
-        op.coll = kind;
-        uint32_t size = 1;
-        DataType dt = DataType::U8;
-        if (args && ParseKinetoDtype(args->dtype, dt, size))
-        {
-            op.dtype = dt;
-        }
-        else
-        {
-            op.dtype = DataType::U8;
-            size = 1;
-        }
-        if (args && !args->pgName.empty())
-        {
-            op.comm = "pg:" + args->pgName;
-        }
-        else if (args && !args->pgRanks.empty())
-        {
-            op.comm = "ranks:" + args->pgRanks;
-        }
-        else
-        {
-            op.comm = "unknown";
-        }
-        if (args)
-        {
-            op.count = static_cast<uint64_t>(std::max<int64_t>(0, args->inNelems));
-            uint64_t elems = kind == CollKind::AllGather
-                                 ? static_cast<uint64_t>(std::max<int64_t>(0, args->outNelems))
-                                 : op.count;
-            op.bytes = elems * size;
-        }
-        int32_t nranks = static_cast<int32_t>(trace.worldSize);
-        int32_t commRank = static_cast<int32_t>(std::max<int64_t>(0, trace.rank));
-        if (args && args->groupSize > 0)
-        {
-            nranks = static_cast<int32_t>(args->groupSize);
-        }
-        if (args)
-        {
-            auto ranks = ParseRankList(args->pgRanks);
-            auto it = std::find(ranks.begin(), ranks.end(), trace.rank);
-            if (it != ranks.end())
-            {
-                commRank = static_cast<int32_t>(it - ranks.begin());
-            }
-        }
-        if (!commInfo.count(op.comm))
-        {
-            commInfo[op.comm] = {nranks, commRank};
-            commFirstThread[op.comm] = thread;
-        }
-        if (kind != CollKind::Send && kind != CollKind::Recv)
-        {
-            op.seq = seqOfComm[op.comm]++;
-        }
-        return op;
-    };
-
-    // Emit each thread's ops; cpu_us is the recorded host time before each op, measured from
-    // a cursor that skips time spent blocked (waits, syncs), so replaying with the recorded
-    // GPU durations reproduces the timing and removing a dependency removes its wait.
-    std::vector<std::vector<Op>> perThread(threadOrder.size());
-    for (uint32_t t = 0; t < threadOrder.size(); ++t)
+/// Collective metadata of an NCCL kernel: its own args, else the record_param_comms op its
+/// launch is nested in, else the record_param_comms with the same External id.
+const KinetoCollectiveArgs*
+KinetoConverter::CollArgsOf(uint32_t gpu) const
+{
+    if (m_ev[gpu].coll.present)
     {
-        auto& out = perThread[t];
-        auto& list = items[threadOrder[t].second];
-        double cursor = 0;
-        std::vector<Op> gpuFront; // cpuGpu ablation: GPU-side ops detached from the host
-        auto emitHost = [&](double cpu, const std::string& name) {
-            if (cpu > 0)
-            {
-                Op h;
-                h.kind = OpKind::HostWork;
-                h.thread = t;
-                h.cpuUs = cpu;
-                h.name = name;
-                out.push_back(h);
-            }
-        };
-        // A GPU-side op (launch, record, stream wait): issued when its call returns.
-        auto emitGpuSide = [&](Op op, double cpu) {
-            if (opt.cpuGpu)
-            {
-                op.cpuUs = cpu;
-                out.push_back(std::move(op));
-            }
-            else
-            {
-                emitHost(cpu, op.name);
-                op.cpuUs = 0;
-                gpuFront.push_back(std::move(op));
-            }
-        };
-        for (const auto& item : list)
+        return &m_ev[gpu].coll;
+    }
+    int64_t call = m_graph.launchOf[gpu];
+    if (call < 0)
+    {
+        return nullptr;
+    }
+    // The launch happens inside PyTorch's record_param_comms op, which carries the args.
+    for (int64_t p = m_graph.parent[call]; p >= 0; p = m_graph.parent[p])
+    {
+        if (m_ev[p].name == "record_param_comms" && m_ev[p].coll.present)
         {
-            const auto& e = ev[item.event];
-            switch (item.kind)
-            {
-            case HostItem::MarkerBegin:
-            case HostItem::MarkerEnd: {
-                Op m;
-                m.kind = OpKind::Marker;
-                m.thread = t;
-                m.name = e.name;
-                m.phase =
-                    item.kind == HostItem::MarkerBegin ? MarkerPhase::Begin : MarkerPhase::End;
-                m.recordedUs = item.key;
-                m.cpuUs = std::max(0.0, item.key - cursor);
-                cursor = std::max(cursor, item.key);
-                out.push_back(m);
-                break;
-            }
-            case HostItem::Signal: {
-                Op s;
-                s.kind = OpKind::ThreadSignal;
-                s.thread = t;
-                s.token = item.token;
-                s.cpuUs = std::max(0.0, item.key - cursor);
-                cursor = std::max(cursor, item.key);
-                if (opt.cpuCpu)
-                {
-                    out.push_back(s);
-                }
-                else
-                {
-                    emitHost(s.cpuUs, "");
-                }
-                break;
-            }
-            case HostItem::ThreadWait: {
-                // Busy until the previous top-level op ended; then idle until the other
-                // thread's op ended: that idle time is the wait, not CPU work.
-                double busy = std::max(0.0, item.idleFromUs - cursor);
-                cursor = std::max(cursor, item.idleFromUs);
-                Op w;
-                w.kind = OpKind::ThreadWait;
-                w.thread = t;
-                w.token = item.token;
-                w.cpuUs = busy;
-                if (opt.cpuCpu)
-                {
-                    out.push_back(w);
-                }
-                else
-                {
-                    emitHost(busy, "");
-                }
-                cursor = std::max(cursor, item.otherEndUs);
-                break;
-            }
-            case HostItem::Call: {
-                if (e.IsGpu())
-                {
-                    // Orphan GPU op: issued at its recorded start.
-                    double cpu = std::max(0.0, e.tsUs - cursor);
-                    cursor = std::max(cursor, e.tsUs);
-                    emitGpuSide(gpuOp(item.event, t), cpu);
-                    break;
-                }
-                auto syncIt = syncOfCall.find(item.event);
-                const KinetoSyncLink* sync =
-                    syncIt != syncOfCall.end() && !syncIt->second->awaited.empty() ? syncIt->second
-                                                                                   : nullptr;
-                auto gpuIt = gpuOfCall.find(item.event);
-                auto recIt = eventOfRecord.find(item.event);
-                auto waitIt = waitsOfCall.find(item.event);
-                if (sync)
-                {
-                    // Blocking call: host time before it, then the wait, then what the call
-                    // cost after the awaited GPU work finished.
-                    double issue = e.tsUs;
-                    if (sync->what == DepDetail::SyncCopy)
-                    {
-                        // The copy starts some µs into the call (staging, launch); that
-                        // part is host time, so issue the copy when it really started.
-                        double gpuStart = e.EndUs();
-                        for (uint32_t a : sync->awaited)
-                        {
-                            gpuStart = std::min(gpuStart, ev[a].tsUs);
-                        }
-                        issue = std::clamp(gpuStart, e.tsUs, e.EndUs());
-                    }
-                    double pre = std::max(0.0, issue - cursor);
-                    cursor = std::max(cursor, issue);
-                    double waitedUntil = std::max(issue, sync->awaitedEndUs);
-                    double residual = std::clamp(e.EndUs() - waitedUntil, 0.0, e.durUs);
-                    if (sync->what == DepDetail::SyncCopy && gpuIt != gpuOfCall.end())
-                    {
-                        // The copy itself is the blocking op.
-                        bool first = true;
-                        for (uint32_t gi : gpuIt->second)
-                        {
-                            Op op = gpuOp(gi, t);
-                            bool blocking =
-                                std::find(sync->awaited.begin(), sync->awaited.end(), gi) !=
-                                sync->awaited.end();
-                            op.async = !(blocking && opt.gpuCpu);
-                            op.cpuUs = first ? pre : 0;
-                            first = false;
-                            if (!op.async || opt.cpuGpu)
-                            {
-                                out.push_back(std::move(op));
-                            }
-                            else
-                            {
-                                double c = op.cpuUs;
-                                emitGpuSide(std::move(op), c);
-                            }
-                        }
-                    }
-                    else if (!opt.gpuCpu)
-                    {
-                        // gpu_cpu ablation: the call returns without waiting.
-                        emitHost(pre, e.name);
-                    }
-                    else
-                    {
-                        Op s;
-                        s.thread = t;
-                        s.cpuUs = pre;
-                        s.name = e.name;
-                        s.stream = sync->stream >= 0 ? streamId(device0, sync->stream) : 0;
-                        if (sync->what == DepDetail::StreamSync)
-                        {
-                            s.kind = OpKind::StreamSync;
-                        }
-                        else if (sync->what == DepDetail::DeviceSync)
-                        {
-                            s.kind = OpKind::DeviceSync;
-                        }
-                        else
-                        {
-                            s.kind = OpKind::EventSync;
-                            s.event = eventOfRecord[static_cast<uint32_t>(sync->recordCall)];
-                        }
-                        out.push_back(s);
-                    }
-                    emitHost(residual, e.name);
-                    cursor = std::max(cursor, e.EndUs());
-                    break;
-                }
-                // Non-blocking call: its whole duration is host time, issued at its return.
-                double cpu = std::max(0.0, e.EndUs() - cursor);
-                cursor = std::max(cursor, e.EndUs());
-                if (gpuIt != gpuOfCall.end())
-                {
-                    for (uint32_t gi : gpuIt->second)
-                    {
-                        emitGpuSide(gpuOp(gi, t), cpu);
-                        cpu = 0;
-                    }
-                }
-                if (recIt != eventOfRecord.end())
-                {
-                    Op r;
-                    r.kind = OpKind::EventRecord;
-                    r.thread = t;
-                    r.name = e.name;
-                    r.event = recIt->second;
-                    r.stream = streamId(device0, recordStream[item.event]);
-                    emitGpuSide(r, cpu);
-                    cpu = 0;
-                }
-                if (waitIt != waitsOfCall.end())
-                {
-                    for (const auto* l : waitIt->second)
-                    {
-                        Op w;
-                        w.kind = OpKind::StreamWaitEvent;
-                        w.thread = t;
-                        w.name = e.name;
-                        w.event = eventOfRecord[l->recordCall];
-                        w.stream = streamId(device0, l->waitStream);
-                        emitGpuSide(w, cpu);
-                        cpu = 0;
-                    }
-                }
-                emitHost(cpu, e.name);
-                break;
-            }
-            }
-        }
-        if (!gpuFront.empty())
-        {
-            out.insert(out.begin(), gpuFront.begin(), gpuFront.end());
+            return &m_ev[p].coll;
         }
     }
+    for (int64_t id : {m_ev[gpu].externalId, m_ev[call].externalId})
+    {
+        auto it = m_paramCommsByExternal.find(id);
+        if (id >= 0 && it != m_paramCommsByExternal.end())
+        {
+            return &it->second->coll;
+        }
+    }
+    return nullptr;
+}
 
-    // Communicators are created before anything else on the thread that first uses them.
-    for (const auto& [comm, info] : commInfo)
+/// The Op for one GPU activity.
+Op
+KinetoConverter::GpuOp(uint32_t i, uint32_t thread)
+{
+    const auto& e = m_ev[i];
+    Op op;
+    op.thread = thread;
+    op.stream = StreamId(e.device, e.stream);
+    op.name = e.name;
+    op.durUs = e.durUs;
+    if (e.category == KinetoCategory::Memcpy)
+    {
+        op.kind = OpKind::Memcpy;
+        op.copyKind = CopyKindFromName(e.name);
+        op.bytes = e.bytes;
+        return op;
+    }
+    if (e.category == KinetoCategory::Memset)
+    {
+        op.kind = OpKind::Memset;
+        op.bytes = e.bytes;
+        return op;
+    }
+    op.kind = OpKind::Kernel;
+    if (e.hasLaunchShape)
+    {
+        op.grid = e.grid;
+        op.block = e.block;
+    }
+    if (IsNcclKernel(e))
+    {
+        MakeCollective(op, i, thread);
+    }
+    return op;
+}
+
+/// Turns an NCCL kernel's Op into a Collective when its kind is known (from the metadata,
+/// else the kernel name): payload, communicator and per-communicator sequence number.
+void
+KinetoConverter::MakeCollective(Op& op, uint32_t i, uint32_t thread)
+{
+    const KinetoCollectiveArgs* args = CollArgsOf(i);
+    CollKind kind;
+    if (!((args && ParseKinetoCollective(args->name, kind)) ||
+          ParseKinetoCollective(m_ev[i].name, kind)))
+    {
+        return;
+    }
+    op.kind = OpKind::Collective;
+    op.coll = kind;
+    uint32_t size = 1;
+    DataType dt = DataType::U8;
+    if (args && ParseKinetoDtype(args->dtype, dt, size))
+    {
+        op.dtype = dt;
+    }
+    else
+    {
+        op.dtype = DataType::U8;
+        size = 1;
+    }
+    if (args && !args->pgName.empty())
+    {
+        op.comm = "pg:" + args->pgName;
+    }
+    else if (args && !args->pgRanks.empty())
+    {
+        op.comm = "ranks:" + args->pgRanks;
+    }
+    else
+    {
+        op.comm = "unknown";
+    }
+    if (args)
+    {
+        op.count = static_cast<uint64_t>(std::max<int64_t>(0, args->inNelems));
+        uint64_t elems = kind == CollKind::AllGather
+                             ? static_cast<uint64_t>(std::max<int64_t>(0, args->outNelems))
+                             : op.count;
+        op.bytes = elems * size;
+    }
+    RegisterComm(op.comm, args, thread);
+    if (kind != CollKind::Send && kind != CollKind::Recv)
+    {
+        op.seq = m_seqOfComm[op.comm]++;
+    }
+}
+
+/// Size and this rank's index of a communicator at its first collective, and the thread that
+/// will create it.
+void
+KinetoConverter::RegisterComm(const std::string& comm,
+                              const KinetoCollectiveArgs* args,
+                              uint32_t thread)
+{
+    if (m_commInfo.count(comm))
+    {
+        return;
+    }
+    int32_t nranks = static_cast<int32_t>(m_trace.worldSize);
+    int32_t commRank = static_cast<int32_t>(std::max<int64_t>(0, m_trace.rank));
+    if (args && args->groupSize > 0)
+    {
+        nranks = static_cast<int32_t>(args->groupSize);
+    }
+    if (args)
+    {
+        auto ranks = ParseRankList(args->pgRanks);
+        auto it = std::find(ranks.begin(), ranks.end(), m_trace.rank);
+        if (it != ranks.end())
+        {
+            commRank = static_cast<int32_t>(it - ranks.begin());
+        }
+    }
+    m_commInfo[comm] = {nranks, commRank};
+    m_commFirstThread[comm] = thread;
+}
+
+void
+KinetoConverter::EmitHost(ThreadOps& out, double cpu, const std::string& name) const
+{
+    if (cpu > 0)
+    {
+        Op h;
+        h.kind = OpKind::HostWork;
+        h.thread = out.thread;
+        h.cpuUs = cpu;
+        h.name = name;
+        out.ops.push_back(h);
+    }
+}
+
+/// A GPU-side op (launch, record, stream wait): issued when its call returns; with cpu_gpu
+/// off it is detached from the host (issued at the thread's start) and its cost stays host
+/// work.
+void
+KinetoConverter::EmitGpuSide(ThreadOps& out, Op op, double cpu) const
+{
+    if (m_opt.cpuGpu)
+    {
+        op.cpuUs = cpu;
+        out.ops.push_back(std::move(op));
+    }
+    else
+    {
+        EmitHost(out, cpu, op.name);
+        op.cpuUs = 0;
+        out.gpuFront.push_back(std::move(op));
+    }
+}
+
+void
+KinetoConverter::EmitMarker(ThreadOps& out, const HostItem& item) const
+{
+    Op m;
+    m.kind = OpKind::Marker;
+    m.thread = out.thread;
+    m.name = m_ev[item.event].name;
+    m.phase = item.kind == HostItem::MarkerBegin ? MarkerPhase::Begin : MarkerPhase::End;
+    m.recordedUs = item.key;
+    m.cpuUs = std::max(0.0, item.key - out.cursor);
+    out.cursor = std::max(out.cursor, item.key);
+    out.ops.push_back(m);
+}
+
+void
+KinetoConverter::EmitSignal(ThreadOps& out, const HostItem& item) const
+{
+    Op s;
+    s.kind = OpKind::ThreadSignal;
+    s.thread = out.thread;
+    s.token = item.token;
+    s.cpuUs = std::max(0.0, item.key - out.cursor);
+    out.cursor = std::max(out.cursor, item.key);
+    if (m_opt.cpuCpu)
+    {
+        out.ops.push_back(s);
+    }
+    else
+    {
+        EmitHost(out, s.cpuUs, "");
+    }
+}
+
+/// Busy until the previous top-level op ended; then idle until the other thread's op ended:
+/// that idle time is the wait, not CPU work.
+void
+KinetoConverter::EmitThreadWait(ThreadOps& out, const HostItem& item) const
+{
+    double busy = std::max(0.0, item.idleFromUs - out.cursor);
+    out.cursor = std::max(out.cursor, item.idleFromUs);
+    Op w;
+    w.kind = OpKind::ThreadWait;
+    w.thread = out.thread;
+    w.token = item.token;
+    w.cpuUs = busy;
+    if (m_opt.cpuCpu)
+    {
+        out.ops.push_back(w);
+    }
+    else
+    {
+        EmitHost(out, busy, "");
+    }
+    out.cursor = std::max(out.cursor, item.otherEndUs);
+}
+
+void
+KinetoConverter::EmitCall(ThreadOps& out, const HostItem& item)
+{
+    const auto& e = m_ev[item.event];
+    if (e.IsGpu())
+    {
+        // Orphan GPU op: issued at its recorded start.
+        double cpu = std::max(0.0, e.tsUs - out.cursor);
+        out.cursor = std::max(out.cursor, e.tsUs);
+        EmitGpuSide(out, GpuOp(item.event, out.thread), cpu);
+        return;
+    }
+    auto syncIt = m_syncOfCall.find(item.event);
+    if (syncIt != m_syncOfCall.end() && !syncIt->second->awaited.empty())
+    {
+        EmitBlockingCall(out, item.event, *syncIt->second);
+    }
+    else
+    {
+        EmitNonBlockingCall(out, item.event);
+    }
+}
+
+/// Blocking call: host time before it, then the wait, then what the call cost after the
+/// awaited GPU work finished.
+void
+KinetoConverter::EmitBlockingCall(ThreadOps& out, uint32_t call, const KinetoSyncLink& sync)
+{
+    const auto& e = m_ev[call];
+    double issue = e.tsUs;
+    if (sync.what == DepDetail::SyncCopy)
+    {
+        // The copy starts some µs into the call (staging, launch); that part is host time,
+        // so issue the copy when it really started.
+        double gpuStart = e.EndUs();
+        for (uint32_t a : sync.awaited)
+        {
+            gpuStart = std::min(gpuStart, m_ev[a].tsUs);
+        }
+        issue = std::clamp(gpuStart, e.tsUs, e.EndUs());
+    }
+    double pre = std::max(0.0, issue - out.cursor);
+    out.cursor = std::max(out.cursor, issue);
+    double waitedUntil = std::max(issue, sync.awaitedEndUs);
+    double residual = std::clamp(e.EndUs() - waitedUntil, 0.0, e.durUs);
+    auto gpuIt = m_gpuOfCall.find(call);
+    if (sync.what == DepDetail::SyncCopy && gpuIt != m_gpuOfCall.end())
+    {
+        EmitSyncCopies(out, gpuIt->second, sync, pre);
+    }
+    else if (!m_opt.gpuCpu)
+    {
+        // gpu_cpu ablation: the call returns without waiting.
+        EmitHost(out, pre, e.name);
+    }
+    else
+    {
+        out.ops.push_back(SyncOp(out.thread, e, sync, pre));
+    }
+    EmitHost(out, residual, e.name);
+    out.cursor = std::max(out.cursor, e.EndUs());
+}
+
+/// The copies of a blocking copy call: the awaited ones block the host (with gpu_cpu).
+void
+KinetoConverter::EmitSyncCopies(ThreadOps& out,
+                                const std::vector<uint32_t>& copies,
+                                const KinetoSyncLink& sync,
+                                double pre)
+{
+    bool first = true;
+    for (uint32_t gi : copies)
+    {
+        Op op = GpuOp(gi, out.thread);
+        bool blocking =
+            std::find(sync.awaited.begin(), sync.awaited.end(), gi) != sync.awaited.end();
+        op.async = !(blocking && m_opt.gpuCpu);
+        op.cpuUs = first ? pre : 0;
+        first = false;
+        if (!op.async || m_opt.cpuGpu)
+        {
+            out.ops.push_back(std::move(op));
+        }
+        else
+        {
+            double c = op.cpuUs;
+            EmitGpuSide(out, std::move(op), c);
+        }
+    }
+}
+
+/// The StreamSync / DeviceSync / EventSync op of a synchronising call.
+Op
+KinetoConverter::SyncOp(uint32_t thread,
+                        const KinetoEvent& call,
+                        const KinetoSyncLink& sync,
+                        double pre)
+{
+    Op s;
+    s.thread = thread;
+    s.cpuUs = pre;
+    s.name = call.name;
+    s.stream = sync.stream >= 0 ? StreamId(m_device0, sync.stream) : 0;
+    if (sync.what == DepDetail::StreamSync)
+    {
+        s.kind = OpKind::StreamSync;
+    }
+    else if (sync.what == DepDetail::DeviceSync)
+    {
+        s.kind = OpKind::DeviceSync;
+    }
+    else
+    {
+        s.kind = OpKind::EventSync;
+        s.event = m_eventOfRecord[static_cast<uint32_t>(sync.recordCall)];
+    }
+    return s;
+}
+
+/// Non-blocking call: its whole duration is host time, issued at its return; then what it
+/// launched, the event it recorded and the waits it placed.
+void
+KinetoConverter::EmitNonBlockingCall(ThreadOps& out, uint32_t call)
+{
+    const auto& e = m_ev[call];
+    double cpu = std::max(0.0, e.EndUs() - out.cursor);
+    out.cursor = std::max(out.cursor, e.EndUs());
+    auto gpuIt = m_gpuOfCall.find(call);
+    if (gpuIt != m_gpuOfCall.end())
+    {
+        for (uint32_t gi : gpuIt->second)
+        {
+            EmitGpuSide(out, GpuOp(gi, out.thread), cpu);
+            cpu = 0;
+        }
+    }
+    auto recIt = m_eventOfRecord.find(call);
+    if (recIt != m_eventOfRecord.end())
+    {
+        Op r;
+        r.kind = OpKind::EventRecord;
+        r.thread = out.thread;
+        r.name = e.name;
+        r.event = recIt->second;
+        r.stream = StreamId(m_device0, m_recordStream[call]);
+        EmitGpuSide(out, r, cpu);
+        cpu = 0;
+    }
+    auto waitIt = m_waitsOfCall.find(call);
+    if (waitIt != m_waitsOfCall.end())
+    {
+        for (const auto* l : waitIt->second)
+        {
+            Op w;
+            w.kind = OpKind::StreamWaitEvent;
+            w.thread = out.thread;
+            w.name = e.name;
+            w.event = m_eventOfRecord[l->recordCall];
+            w.stream = StreamId(m_device0, l->waitStream);
+            EmitGpuSide(out, w, cpu);
+            cpu = 0;
+        }
+    }
+    EmitHost(out, cpu, e.name);
+}
+
+/// Thread t's ops. cpu_us is the recorded host time before each op, measured from a cursor
+/// that skips time spent blocked (waits, syncs), so replaying with the recorded GPU durations
+/// reproduces the timing and removing a dependency removes its wait.
+std::vector<Op>
+KinetoConverter::EmitThread(uint32_t t)
+{
+    ThreadOps out;
+    out.thread = t;
+    for (const auto& item : m_items[m_threadOrder[t].second])
+    {
+        switch (item.kind)
+        {
+        case HostItem::MarkerBegin:
+        case HostItem::MarkerEnd:
+            EmitMarker(out, item);
+            break;
+        case HostItem::Signal:
+            EmitSignal(out, item);
+            break;
+        case HostItem::ThreadWait:
+            EmitThreadWait(out, item);
+            break;
+        case HostItem::Call:
+            EmitCall(out, item);
+            break;
+        }
+    }
+    if (!out.gpuFront.empty())
+    {
+        out.ops.insert(out.ops.begin(), out.gpuFront.begin(), out.gpuFront.end());
+    }
+    return std::move(out.ops);
+}
+
+/// Communicators are created before anything else on the thread that first uses them.
+void
+KinetoConverter::PrependCommInits(std::vector<std::vector<Op>>& perThread) const
+{
+    for (const auto& [comm, info] : m_commInfo)
     {
         Op init;
         init.kind = OpKind::CommInit;
-        init.thread = commFirstThread[comm];
+        init.thread = m_commFirstThread.at(comm);
         init.comm = comm;
         init.nranks = info.first;
         init.commRank = info.second;
         auto& list = perThread[init.thread];
         list.insert(list.begin(), init);
     }
+}
+
+} // namespace
+
+RankTrace
+KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
+{
+    KinetoConverter c(trace, graph);
+    c.IndexCallRoles();
+    c.NumberEvents();
+    c.CollectHostItems();
+    c.OrderThreads();
+    c.IndexParamComms();
+    std::vector<std::vector<Op>> perThread;
+    for (uint32_t t = 0; t < c.ThreadCount(); ++t)
+    {
+        perThread.push_back(c.EmitThread(t));
+    }
+    c.PrependCommInits(perThread);
+
+    RankTrace rt;
+    rt.rank = static_cast<uint32_t>(std::max<int64_t>(0, trace.rank));
+    rt.device = trace.devices.empty() ? "" : trace.devices.front().name;
     for (auto& list : perThread)
     {
         for (auto& op : list)
@@ -770,7 +965,7 @@ KinetoToRankTrace(const KinetoTrace& trace, const KinetoGraph& graph)
         }
     }
     NS_LOG_INFO("converted " << trace.file << ": " << rt.ops.size() << " ops on "
-                             << perThread.size() << " threads, " << orphans.size()
+                             << perThread.size() << " threads, " << c.OrphanCount()
                              << " orphan GPU ops");
     return rt;
 }

@@ -491,6 +491,95 @@ class JsonReader
         return "event " + std::to_string(index) + " field '" + field + "': ";
     }
 
+    /// Args keys read as an integer or a string: the field of `ev` each fills (both nullptr
+    /// for other keys).
+    static void ArgTarget(std::string_view key,
+                          KinetoEvent& ev,
+                          int64_t*& intTarget,
+                          std::string*& strTarget)
+    {
+        switch (key.empty() ? '\0' : key[0])
+        {
+        case 'c':
+            intTarget = key == "correlation" ? &ev.correlation : nullptr;
+            break;
+        case 'd':
+            intTarget = key == "device" ? &ev.device : nullptr;
+            strTarget = key == "dtype" ? &ev.coll.dtype : nullptr;
+            break;
+        case 'E':
+            intTarget = key == "External id" ? &ev.externalId : nullptr;
+            break;
+        case 's':
+            intTarget = key == "stream" ? &ev.stream : nullptr;
+            break;
+        case 'w':
+            intTarget = key == "wait_on_stream"                      ? &ev.waitOnStream
+                        : key == "wait_on_cuda_event_record_corr_id" ? &ev.waitOnRecordCorrelation
+                        : key == "wait_on_cuda_event_id"             ? &ev.waitOnEventId
+                                                                     : nullptr;
+            break;
+        case 'C':
+            strTarget = key == "Collective name" ? &ev.coll.name : nullptr;
+            break;
+        case 'I':
+            intTarget = key == "In msg nelems" ? &ev.coll.inNelems : nullptr;
+            break;
+        case 'O':
+            intTarget = key == "Out msg nelems" ? &ev.coll.outNelems : nullptr;
+            break;
+        case 'G':
+            intTarget = key == "Group size" ? &ev.coll.groupSize : nullptr;
+            break;
+        case 'P':
+            strTarget = key == "Process Group Name"    ? &ev.coll.pgName
+                        : key == "Process Group Ranks" ? &ev.coll.pgRanks
+                                                       : nullptr;
+            break;
+        default:
+            break;
+        }
+    }
+
+    /// The args that are neither a plain integer nor a plain string (bytes, grid, block,
+    /// cuda_sync_kind); false for any other key.
+    bool ParseSpecialArg(od::document& doc,
+                         std::string_view key,
+                         od::value& value,
+                         KinetoEvent& ev,
+                         size_t index)
+    {
+        simdjson::error_code err = simdjson::SUCCESS;
+        if (key == "bytes")
+        {
+            int64_t b = 0;
+            if (!GetInteger(value, b, err))
+            {
+                FailJson(doc, err, EventCtx(index, "args.bytes"));
+            }
+            ev.bytes = static_cast<uint64_t>(std::max<int64_t>(0, b));
+        }
+        else if (key == "block" || key == "grid")
+        {
+            ParseShape(doc, value, key == "grid" ? ev.grid : ev.block, index);
+            ev.hasLaunchShape = true;
+        }
+        else if (key == "cuda_sync_kind")
+        {
+            std::string_view s;
+            if ((err = value.get_string().get(s)))
+            {
+                FailJson(doc, err, EventCtx(index, "args.cuda_sync_kind"));
+            }
+            ev.syncKind = ParseSyncKind(s);
+        }
+        else
+        {
+            return false;
+        }
+        return true;
+    }
+
     void ParseArgs(od::document& doc, od::value& v, KinetoEvent& ev, size_t index)
     {
         od::object obj;
@@ -508,122 +597,13 @@ class JsonReader
                 FailJson(doc, err, EventCtx(index, "args"));
             }
             od::value value = field.value();
+            if (ParseSpecialArg(doc, key, value, ev, index))
+            {
+                continue;
+            }
             int64_t* intTarget = nullptr;
             std::string* strTarget = nullptr;
-            switch (key.empty() ? '\0' : key[0])
-            {
-            case 'b':
-                if (key == "bytes")
-                {
-                    int64_t b = 0;
-                    if (!GetInteger(value, b, err))
-                    {
-                        FailJson(doc, err, EventCtx(index, "args.bytes"));
-                    }
-                    ev.bytes = static_cast<uint64_t>(std::max<int64_t>(0, b));
-                }
-                else if (key == "block")
-                {
-                    ParseShape(doc, value, ev.block, index);
-                    ev.hasLaunchShape = true;
-                }
-                break;
-            case 'c':
-                if (key == "correlation")
-                {
-                    intTarget = &ev.correlation;
-                }
-                else if (key == "cuda_sync_kind")
-                {
-                    std::string_view s;
-                    if ((err = value.get_string().get(s)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "args.cuda_sync_kind"));
-                    }
-                    ev.syncKind = ParseSyncKind(s);
-                }
-                break;
-            case 'd':
-                if (key == "device")
-                {
-                    intTarget = &ev.device;
-                }
-                else if (key == "dtype")
-                {
-                    strTarget = &ev.coll.dtype;
-                }
-                break;
-            case 'E':
-                if (key == "External id")
-                {
-                    intTarget = &ev.externalId;
-                }
-                break;
-            case 'g':
-                if (key == "grid")
-                {
-                    ParseShape(doc, value, ev.grid, index);
-                    ev.hasLaunchShape = true;
-                }
-                break;
-            case 's':
-                if (key == "stream")
-                {
-                    intTarget = &ev.stream;
-                }
-                break;
-            case 'w':
-                if (key == "wait_on_stream")
-                {
-                    intTarget = &ev.waitOnStream;
-                }
-                else if (key == "wait_on_cuda_event_record_corr_id")
-                {
-                    intTarget = &ev.waitOnRecordCorrelation;
-                }
-                else if (key == "wait_on_cuda_event_id")
-                {
-                    intTarget = &ev.waitOnEventId;
-                }
-                break;
-            case 'C':
-                if (key == "Collective name")
-                {
-                    strTarget = &ev.coll.name;
-                    ev.coll.present = true;
-                }
-                break;
-            case 'I':
-                if (key == "In msg nelems")
-                {
-                    intTarget = &ev.coll.inNelems;
-                }
-                break;
-            case 'O':
-                if (key == "Out msg nelems")
-                {
-                    intTarget = &ev.coll.outNelems;
-                }
-                break;
-            case 'G':
-                if (key == "Group size")
-                {
-                    intTarget = &ev.coll.groupSize;
-                }
-                break;
-            case 'P':
-                if (key == "Process Group Name")
-                {
-                    strTarget = &ev.coll.pgName;
-                }
-                else if (key == "Process Group Ranks")
-                {
-                    strTarget = &ev.coll.pgRanks;
-                }
-                break;
-            default:
-                break;
-            }
+            ArgTarget(key, ev, intTarget, strTarget);
             if (intTarget)
             {
                 if (!GetInteger(value, *intTarget, err))
@@ -641,8 +621,228 @@ class JsonReader
                         doc, err, EventCtx(index, std::string("args." + std::string(key)).c_str()));
                 }
                 strTarget->assign(s.data(), s.size());
+                if (strTarget == &ev.coll.name)
+                {
+                    ev.coll.present = true;
+                }
             }
         }
+    }
+
+    /// The fields of one traceEvents entry, as read, until they are checked and stored.
+    struct EventFields
+    {
+        std::string_view ph;
+        std::string_view cat;
+        std::string_view name;
+        bool hasPh = false;
+        bool hasCat = false;
+        bool hasName = false;
+        bool hasTs = false;
+        bool hasDur = false;
+        bool hasPid = false;
+        bool hasTid = false;
+        bool hasId = false;
+        double ts = 0;
+        double dur = 0;
+        int64_t flowId = 0;
+    };
+
+    void GetStringField(od::document& doc,
+                        od::value& value,
+                        std::string_view& out,
+                        size_t index,
+                        const char* field)
+    {
+        simdjson::error_code err = value.get_string().get(out);
+        if (err)
+        {
+            FailJson(doc, err, EventCtx(index, field));
+        }
+    }
+
+    void GetNumberField(od::document& doc,
+                        od::value& value,
+                        double& out,
+                        size_t index,
+                        const char* field)
+    {
+        simdjson::error_code err = value.get_double().get(out);
+        if (err)
+        {
+            FailJson(doc, err, EventCtx(index, field) + "not a number: ");
+        }
+    }
+
+    void GetIdField(od::document& doc,
+                    od::value& value,
+                    int64_t& out,
+                    size_t index,
+                    const char* field)
+    {
+        simdjson::error_code err = simdjson::SUCCESS;
+        if (!GetId(value, out, err))
+        {
+            FailJson(doc, err, EventCtx(index, field));
+        }
+    }
+
+    /// Reads the fields of one event: ph/cat/name/ts/dur/id into `f`, pid/tid and args into
+    /// `ev`. Args are parsed lazily: their meaning depends on ph/cat, which may come later.
+    /// Kineto writes ph/cat/name/pid/tid/ts/dur before args, so this is the fast path;
+    /// otherwise args are parsed anyway and unused values dropped.
+    void ReadEventFields(od::document& doc,
+                         od::object& obj,
+                         size_t index,
+                         EventFields& f,
+                         KinetoEvent& ev)
+    {
+        simdjson::error_code err = simdjson::SUCCESS;
+        for (auto fieldResult : obj)
+        {
+            od::field field;
+            std::string_view key;
+            if ((err = std::move(fieldResult).get(field)) || (err = field.unescaped_key().get(key)))
+            {
+                FailJson(doc, err, "event " + std::to_string(index) + ": ");
+            }
+            od::value value = field.value();
+            if (key == "ph")
+            {
+                GetStringField(doc, value, f.ph, index, "ph");
+                f.hasPh = true;
+            }
+            else if (key == "cat")
+            {
+                GetStringField(doc, value, f.cat, index, "cat");
+                f.hasCat = true;
+            }
+            else if (key == "name")
+            {
+                GetStringField(doc, value, f.name, index, "name");
+                f.hasName = true;
+            }
+            else if (key == "ts")
+            {
+                GetNumberField(doc, value, f.ts, index, "ts");
+                f.hasTs = true;
+            }
+            else if (key == "dur")
+            {
+                GetNumberField(doc, value, f.dur, index, "dur");
+                f.hasDur = true;
+            }
+            else if (key == "pid")
+            {
+                GetIdField(doc, value, ev.pid, index, "pid");
+                f.hasPid = true;
+            }
+            else if (key == "tid")
+            {
+                GetIdField(doc, value, ev.tid, index, "tid");
+                f.hasTid = true;
+            }
+            else if (key == "id")
+            {
+                GetIdField(doc, value, f.flowId, index, "id");
+                f.hasId = true;
+            }
+            else if (key == "args")
+            {
+                // Python events carry no args we use; skip them cheaply.
+                if (!(f.hasCat && f.cat == "python_function"))
+                {
+                    ParseArgs(doc, value, ev, index);
+                }
+            }
+            // The string_views above point into the parser's string buffer, which stays
+            // valid until the next document: safe to keep them until the event is stored.
+        }
+    }
+
+    [[noreturn]] void FailMissing(uint64_t offset,
+                                  size_t index,
+                                  std::string_view ph,
+                                  const char* field) const
+    {
+        Fail(offset,
+             "event " + std::to_string(index) + " (ph '" + std::string(ph) +
+                 "'): missing field '" + field + "'");
+    }
+
+    /// A complete ("X") event: checked, then kept when its category is one we use.
+    void StoreComplete(const EventFields& f,
+                       KinetoEvent& ev,
+                       uint64_t offset,
+                       size_t index,
+                       KinetoTrace& out)
+    {
+        const std::pair<bool, const char*> required[] = {{f.hasName, "name"},
+                                                         {f.hasTs, "ts"},
+                                                         {f.hasDur, "dur"},
+                                                         {f.hasPid, "pid"},
+                                                         {f.hasTid, "tid"}};
+        for (const auto& [has, field] : required)
+        {
+            if (!has)
+            {
+                FailMissing(offset, index, f.ph, field);
+            }
+        }
+        if (!(f.dur >= 0) || !std::isfinite(f.dur) || !std::isfinite(f.ts))
+        {
+            Fail(offset,
+                 "event " + std::to_string(index) + ": negative or invalid duration " +
+                     std::to_string(f.dur));
+        }
+        m_minTs = std::min(m_minTs, f.ts);
+        ev.category = f.hasCat ? ParseCategory(f.cat) : KinetoCategory::Other;
+        if (ev.category == KinetoCategory::Other)
+        {
+            ++out.ignoredEvents;
+            return;
+        }
+        ev.name.assign(f.name.data(), f.name.size());
+        ev.tsUs = f.ts;
+        ev.durUs = f.dur;
+        out.events.push_back(std::move(ev));
+    }
+
+    /// A flow event ("s"/"f"): checked, then kept when it links a launch to GPU work (ac2g).
+    void StoreFlow(const EventFields& f,
+                   const KinetoEvent& ev,
+                   uint64_t offset,
+                   size_t index,
+                   KinetoTrace& out)
+    {
+        if (!f.hasTs)
+        {
+            FailMissing(offset, index, f.ph, "ts");
+        }
+        if (!f.hasId)
+        {
+            FailMissing(offset, index, f.ph, "id");
+        }
+        if (!f.hasPid || !f.hasTid)
+        {
+            FailMissing(offset, index, f.ph, f.hasPid ? "tid" : "pid");
+        }
+        if (!std::isfinite(f.ts))
+        {
+            Fail(offset, "event " + std::to_string(index) + ": invalid ts");
+        }
+        if (!(f.hasCat && f.cat == "ac2g"))
+        {
+            ++out.ignoredEvents;
+            return;
+        }
+        KinetoFlow flow;
+        flow.start = f.ph == "s";
+        flow.id = f.flowId;
+        flow.pid = ev.pid;
+        flow.tid = ev.tid;
+        flow.tsUs = f.ts;
+        out.flows.push_back(flow);
     }
 
     void ParseEvents(od::document& doc, od::array& arr, KinetoTrace& out)
@@ -661,200 +861,28 @@ class JsonReader
             }
             ev = KinetoEvent();
             ev.offset = offset;
-            std::string_view ph;
-            std::string_view cat;
-            std::string_view name;
-            bool hasPh = false;
-            bool hasCat = false;
-            bool hasName = false;
-            bool hasTs = false;
-            bool hasDur = false;
-            bool hasPid = false;
-            bool hasTid = false;
-            bool hasId = false;
-            double ts = 0;
-            double dur = 0;
-            int64_t flowId = 0;
-            // Args are parsed lazily: their meaning depends on ph/cat, which may come later.
-            // Kineto writes ph/cat/name/pid/tid/ts/dur before args, so this is the fast path;
-            // otherwise args are parsed anyway and unused values dropped.
-            for (auto fieldResult : obj)
-            {
-                od::field field;
-                std::string_view key;
-                if ((err = std::move(fieldResult).get(field)) ||
-                    (err = field.unescaped_key().get(key)))
-                {
-                    FailJson(doc, err, "event " + std::to_string(index) + ": ");
-                }
-                od::value value = field.value();
-                if (key == "ph")
-                {
-                    if ((err = value.get_string().get(ph)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "ph"));
-                    }
-                    hasPh = true;
-                }
-                else if (key == "cat")
-                {
-                    if ((err = value.get_string().get(cat)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "cat"));
-                    }
-                    hasCat = true;
-                }
-                else if (key == "name")
-                {
-                    if ((err = value.get_string().get(name)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "name"));
-                    }
-                    hasName = true;
-                }
-                else if (key == "ts")
-                {
-                    if ((err = value.get_double().get(ts)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "ts") + "not a number: ");
-                    }
-                    hasTs = true;
-                }
-                else if (key == "dur")
-                {
-                    if ((err = value.get_double().get(dur)))
-                    {
-                        FailJson(doc, err, EventCtx(index, "dur") + "not a number: ");
-                    }
-                    hasDur = true;
-                }
-                else if (key == "pid")
-                {
-                    if (!GetId(value, ev.pid, err))
-                    {
-                        FailJson(doc, err, EventCtx(index, "pid"));
-                    }
-                    hasPid = true;
-                }
-                else if (key == "tid")
-                {
-                    if (!GetId(value, ev.tid, err))
-                    {
-                        FailJson(doc, err, EventCtx(index, "tid"));
-                    }
-                    hasTid = true;
-                }
-                else if (key == "id")
-                {
-                    if (!GetId(value, flowId, err))
-                    {
-                        FailJson(doc, err, EventCtx(index, "id"));
-                    }
-                    hasId = true;
-                }
-                else if (key == "args")
-                {
-                    // Python events carry no args we use; skip them cheaply.
-                    if (!(hasCat && cat == "python_function"))
-                    {
-                        ParseArgs(doc, value, ev, index);
-                    }
-                }
-                // The string_views above point into the parser's string buffer, which stays
-                // valid until the next document: safe to keep them until the event is stored.
-            }
-            if (!hasPh)
+            EventFields f;
+            ReadEventFields(doc, obj, index, f, ev);
+            if (!f.hasPh)
             {
                 Fail(offset, "event " + std::to_string(index) + ": missing field 'ph'");
             }
-            auto missing = [&](const char* f) {
-                Fail(offset,
-                     "event " + std::to_string(index) + " (ph '" + std::string(ph) +
-                         "'): missing field '" + f + "'");
-            };
-            if (ph == "X")
+            if (f.ph == "X")
             {
-                if (!hasName)
-                {
-                    missing("name");
-                }
-                if (!hasTs)
-                {
-                    missing("ts");
-                }
-                if (!hasDur)
-                {
-                    missing("dur");
-                }
-                if (!hasPid)
-                {
-                    missing("pid");
-                }
-                if (!hasTid)
-                {
-                    missing("tid");
-                }
-                if (!(dur >= 0) || !std::isfinite(dur) || !std::isfinite(ts))
-                {
-                    Fail(offset,
-                         "event " + std::to_string(index) + ": negative or invalid duration " +
-                             std::to_string(dur));
-                }
-                m_minTs = std::min(m_minTs, ts);
-                ev.category = hasCat ? ParseCategory(cat) : KinetoCategory::Other;
-                if (ev.category == KinetoCategory::Other)
-                {
-                    ++out.ignoredEvents;
-                }
-                else
-                {
-                    ev.name.assign(name.data(), name.size());
-                    ev.tsUs = ts;
-                    ev.durUs = dur;
-                    out.events.push_back(std::move(ev));
-                }
+                StoreComplete(f, ev, offset, index, out);
             }
-            else if (ph == "s" || ph == "f")
+            else if (f.ph == "s" || f.ph == "f")
             {
-                if (!hasTs)
-                {
-                    missing("ts");
-                }
-                if (!hasId)
-                {
-                    missing("id");
-                }
-                if (!hasPid || !hasTid)
-                {
-                    missing(hasPid ? "tid" : "pid");
-                }
-                if (!std::isfinite(ts))
-                {
-                    Fail(offset, "event " + std::to_string(index) + ": invalid ts");
-                }
-                if (hasCat && cat == "ac2g")
-                {
-                    KinetoFlow f;
-                    f.start = ph == "s";
-                    f.id = flowId;
-                    f.pid = ev.pid;
-                    f.tid = ev.tid;
-                    f.tsUs = ts;
-                    out.flows.push_back(f);
-                }
-                else
-                {
-                    ++out.ignoredEvents;
-                }
+                StoreFlow(f, ev, offset, index, out);
+            }
+            else if (f.hasTs && !std::isfinite(f.ts))
+            {
+                // Metadata ("M"), instants ("i") and anything else carry no dependency; the
+                // timestamp is checked when present so garbage does not pass silently.
+                Fail(offset, "event " + std::to_string(index) + ": invalid ts");
             }
             else
             {
-                // Metadata ("M"), instants ("i") and anything else carry no dependency; check
-                // the timestamp when present so garbage does not pass silently.
-                if (hasTs && !std::isfinite(ts))
-                {
-                    Fail(offset, "event " + std::to_string(index) + ": invalid ts");
-                }
                 ++out.ignoredEvents;
             }
             ++index;
@@ -1079,40 +1107,6 @@ ReadKinetoTrace(const std::string& path)
 {
     std::string text = LoadKinetoText(path);
     return ParseKinetoJson(text, path);
-}
-
-const char*
-ToString(CrossStreamMethod m)
-{
-    switch (m)
-    {
-    case CrossStreamMethod::None:
-        return "none";
-    case CrossStreamMethod::CudaSync:
-        return "cuda_sync";
-    case CrossStreamMethod::Inferred:
-        return "inferred";
-    case CrossStreamMethod::Mixed:
-        return "mixed";
-    }
-    return "?";
-}
-
-const char*
-ToString(DepKind k)
-{
-    switch (k)
-    {
-    case DepKind::CpuCpu:
-        return "cpu_cpu";
-    case DepKind::CpuGpu:
-        return "cpu_gpu";
-    case DepKind::GpuCpu:
-        return "gpu_cpu";
-    case DepKind::GpuGpu:
-        return "gpu_gpu";
-    }
-    return "?";
 }
 
 } // namespace gpusim

@@ -139,14 +139,54 @@ TEST(Cli, ImpossibleTopologyFailsWithoutOutputFile)
     EXPECT_FALSE(Exists(path));
 }
 
+// Each bad command line is refused before anything runs (nothing on stdout), with the exit
+// code of its kind (1 usage, 2 bad input) and a message naming the offending option or value;
+// usage errors print the command's usage.
 TEST(Cli, BadOptionsAreUsageErrors)
 {
-    EXPECT_EQ(Cli({"collective", "--frobnicate", "1"}).code, 1);
-    EXPECT_EQ(Cli({"collective", "--op", "allsmash"}).code, 1);
-    EXPECT_EQ(Cli({"collective", "--min-bytes", "12Q"}).code, 1);
-    EXPECT_EQ(Cli({"collective", "--efficiency", "1.5"}).code, 1);
-    EXPECT_EQ(Cli({"collective", "--backend", "carrier-pigeon"}).code, 2);
-    EXPECT_EQ(Cli({"teleport"}).code, 1);
+    struct Case
+    {
+        std::vector<std::string> args;
+        int code;
+        std::string message;
+        std::string usage; //!< usage header expected after the message ("" for exit 2)
+    };
+    const Case cases[] = {
+        {{"collective", "--frobnicate", "1"},
+         1,
+         "gpusim collective: unknown option --frobnicate",
+         "usage: gpusim collective"},
+        {{"collective", "--op", "allsmash"},
+         1,
+         "unknown --op 'allsmash'",
+         "usage: gpusim collective"},
+        {{"collective", "--min-bytes", "12Q"}, 1, "bad size '12Q'", "usage: gpusim collective"},
+        {{"collective", "--efficiency", "1.5"},
+         1,
+         "--efficiency must be in (0, 1]",
+         "usage: gpusim collective"},
+        {{"collective", "--backend", "carrier-pigeon"},
+         2,
+         "unknown backend 'carrier-pigeon' (known: flow, packet)",
+         ""},
+        {{"teleport"}, 1, "gpusim: unknown command 'teleport'", "usage: gpusim <command>"},
+    };
+    for (const Case& c : cases)
+    {
+        CliResult r = Cli(c.args);
+        EXPECT_EQ(r.code, c.code) << c.message;
+        EXPECT_EQ(r.out, "") << c.message;
+        const size_t at = r.err.find(c.message);
+        EXPECT_NE(at, std::string::npos) << r.err;
+        if (!c.usage.empty())
+        {
+            EXPECT_NE(r.err.find(c.usage, at), std::string::npos) << r.err;
+        }
+        else
+        {
+            EXPECT_EQ(r.err.find("usage:"), std::string::npos) << r.err;
+        }
+    }
 }
 
 TEST(Cli, SimulateRunsATraceDirectory)

@@ -726,13 +726,25 @@ TEST(ReplayFixture, BadInputExitsTwoAndWritesNothing)
     EXPECT_NE(r.err.find("offset"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(json));
 
-    // Usage errors exit 1.
-    EXPECT_EQ(run({}).code, 1);
-    EXPECT_EQ(run({kDdpRank0, "--no-dep", "gpu"}).code, 1);
-    EXPECT_EQ(run({kDdpRank0, "--comm", "network"}).code, 1);
-    EXPECT_EQ(run({kDdpRank0, "--scale-kernels", "gemm"}).code, 1);
-    EXPECT_EQ(run({kDdpRank0, "--scale-kernels", "(=0.5"}).code, 1);
-    EXPECT_EQ(run({kDdpRank0, "--gap-us", "-1"}).code, 1);
+    // Usage errors exit 1, say what is wrong with which value, and print the usage.
+    const std::pair<std::vector<std::string>, std::string> usage[] = {
+        {{}, "gpusim replay: no trace given"},
+        {{kDdpRank0, "--no-dep", "gpu"}, "--no-dep must be cpu_cpu, cpu_gpu, gpu_cpu or gpu_gpu"},
+        {{kDdpRank0, "--comm", "network"}, "--comm must be recorded or simulated"},
+        {{kDdpRank0, "--scale-kernels", "gemm"},
+         "--scale-kernels expects REGEX=FACTOR, got 'gemm'"},
+        {{kDdpRank0, "--scale-kernels", "gemm=-1"}, "factor must be a number >= 0, got '-1'"},
+        {{kDdpRank0, "--scale-kernels", "gemm=x"}, "factor must be a number >= 0, got 'x'"},
+        {{kDdpRank0, "--scale-kernels", "(=0.5"}, "bad regular expression '('"},
+        {{kDdpRank0, "--gap-us", "-1"}, "--gap-us must be >= 0"},
+    };
+    for (const auto& [args, message] : usage)
+    {
+        r = run(args);
+        EXPECT_EQ(r.code, 1) << message;
+        EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("usage: gpusim replay TRACE..."), std::string::npos) << r.err;
+    }
     EXPECT_FALSE(fs::exists(json));
 }
 

@@ -11,11 +11,9 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
-#include <regex>
 #include <set>
 
 namespace ns3
@@ -159,34 +157,6 @@ ReplicateDataParallel(const RankTrace& tmpl, uint32_t n, const std::string& sour
         job.ranks.push_back(std::move(rt));
     }
     return job;
-}
-
-/// Parses one --scale-kernels value; throws UsageError.
-std::pair<std::string, double>
-ParseKernelScale(const std::string& s)
-{
-    auto eq = s.rfind('=');
-    if (eq == std::string::npos || eq == 0)
-    {
-        throw UsageError("--scale-kernels expects REGEX=FACTOR, got '" + s + "'");
-    }
-    const std::string re = s.substr(0, eq);
-    const std::string f = s.substr(eq + 1);
-    char* end = nullptr;
-    const double factor = std::strtod(f.c_str(), &end);
-    if (f.empty() || *end != '\0' || !std::isfinite(factor) || factor < 0)
-    {
-        throw UsageError("--scale-kernels factor must be a number >= 0, got '" + f + "'");
-    }
-    try
-    {
-        std::regex check(re);
-    }
-    catch (const std::regex_error& e)
-    {
-        throw UsageError("--scale-kernels: bad regular expression '" + re + "': " + e.what());
-    }
-    return {re, factor};
 }
 
 /// Merged busy intervals (ns) of kernels (compute and NCCL; copies run on copy engines).
@@ -384,6 +354,431 @@ PrepareReplayJob(const JobTrace& job, ReplayCommMode mode, uint32_t dataParallel
     return std::make_shared<JobTrace>(job);
 }
 
+namespace
+{
+
+/// What a `gpusim replay` command line asks for, checked.
+struct ReplaySettings
+{
+    ReplayCommMode mode = ReplayCommMode::Recorded;
+    std::string modeName;  //!< "recorded" or "simulated"
+    uint32_t dp = 0;       //!< --dp replicas (0: none)
+    KinetoGraphOptions graph;
+    std::vector<std::string> disabled; //!< --no-dep kinds, once each, in command-line order
+    std::vector<std::pair<std::string, double>> scales; //!< --scale-kernels REGEX, FACTOR
+};
+
+/// --no-dep KIND (repeatable): switches the kind off in `s.graph` and lists it once.
+void
+ParseDisabledDependencies(const Options& o, ReplaySettings& s)
+{
+    for (const std::string& kind : o.All("no-dep"))
+    {
+        if (kind == "cpu_cpu")
+        {
+            s.graph.cpuCpu = false;
+        }
+        else if (kind == "cpu_gpu")
+        {
+            s.graph.cpuGpu = false;
+        }
+        else if (kind == "gpu_cpu")
+        {
+            s.graph.gpuCpu = false;
+        }
+        else if (kind == "gpu_gpu")
+        {
+            s.graph.gpuGpu = false;
+        }
+        else
+        {
+            throw UsageError("--no-dep must be cpu_cpu, cpu_gpu, gpu_cpu or gpu_gpu");
+        }
+        if (std::find(s.disabled.begin(), s.disabled.end(), kind) == s.disabled.end())
+        {
+            s.disabled.push_back(kind);
+        }
+    }
+}
+
+/// Checks --comm, --dp, --gap-us, --no-dep and --scale-kernels; throws UsageError.
+ReplaySettings
+ParseReplaySettings(const Options& o)
+{
+    ReplaySettings s;
+    const std::string commName = o.Get("comm", "recorded");
+    if (commName != "recorded" && commName != "simulated")
+    {
+        throw UsageError("--comm must be recorded or simulated");
+    }
+    s.dp = o.Count("dp", 0);
+    if (o.Has("dp") && s.dp == 0)
+    {
+        throw UsageError("--dp needs at least 1 rank");
+    }
+    if (s.dp > 0 && o.Has("comm") && commName == "recorded")
+    {
+        throw UsageError("--dp re-simulates collectives; it cannot be used with "
+                         "--comm recorded");
+    }
+    s.mode = (commName == "simulated" || s.dp > 0) ? ReplayCommMode::Simulated
+                                                   : ReplayCommMode::Recorded;
+    s.modeName = s.mode == ReplayCommMode::Simulated ? "simulated" : "recorded";
+    s.graph.gapThresholdUs = o.Number("gap-us", s.graph.gapThresholdUs);
+    if (s.graph.gapThresholdUs < 0)
+    {
+        throw UsageError("--gap-us must be >= 0");
+    }
+    ParseDisabledDependencies(o, s);
+    for (const std::string& value : o.All("scale-kernels"))
+    {
+        std::string regex;
+        double factor = 1;
+        ParseKernelScale(value, regex, factor);
+        s.scales.emplace_back(regex, factor);
+    }
+    return s;
+}
+
+/// The replay on the engine; members stay alive until the results have been read.
+struct ReplayEngine
+{
+    GpuClusterHelper cluster;
+    NodeContainer gpus;
+    Ptr<FlowBackend> backend;
+    GpuWorkloadHelper helper;
+    Ptr<GpuWorkload> workload;
+};
+
+/// Builds the cluster and the flow network and installs the job with recorded durations
+/// (RecordedDurationCostModel) and the --scale-kernels rules.
+void
+InstallReplay(ReplayEngine& e,
+              std::shared_ptr<JobTrace> job,
+              const ClusterSpec& spec,
+              const ReplaySettings& s)
+{
+    const uint32_t nRanks = job->ranks.size();
+    e.cluster.SetSpec(spec);
+    e.gpus = e.cluster.Create();
+    if (e.gpus.GetN() < nRanks)
+    {
+        throw std::invalid_argument("the replay has " + std::to_string(nRanks) +
+                                    " ranks but the cluster has " +
+                                    std::to_string(e.gpus.GetN()) + " GPUs");
+    }
+    e.backend = CreateObject<FlowBackend>();
+    e.backend->SetTopology(e.cluster.GetTopology());
+    e.helper.SetBackend(e.backend);
+    e.helper.SetCostModel("ns3::RecordedDurationCostModel");
+    for (const auto& [re, factor] : s.scales)
+    {
+        e.helper.AddKernelScale(re, factor);
+    }
+    e.workload = e.helper.Install(job, e.gpus);
+}
+
+/// Header and one line per rank and iteration: recorded vs simulated, Lumos breakdown.
+void
+PrintIterationTable(std::ostream& out,
+                    const Options& o,
+                    const ReplaySettings& s,
+                    const ClusterSpec& spec,
+                    uint32_t nRanks,
+                    const std::vector<IterationRecord>& iterations)
+{
+    out << "# gpusim replay: " << o.Positional().size() << " trace"
+        << (o.Positional().size() == 1 ? "" : "s") << ", " << nRanks << " simulated rank"
+        << (nRanks == 1 ? "" : "s") << ", collectives " << s.modeName;
+    if (s.dp > 0)
+    {
+        out << " (--dp " << s.dp << ")";
+    }
+    out << "\n# cluster: " << DescribeCluster(spec) << "\n";
+    out << "#  rank  iteration              recorded_us  simulated_us   error%  "
+           "exposed_comp  exposed_comm   overlap      idle\n";
+    for (const auto& it : iterations)
+    {
+        const double sim = ToUs(it.end - it.start);
+        char line[320];
+        if (it.recordedUs > 0)
+        {
+            std::snprintf(line, sizeof(line),
+                          "%7u  %-21s %12.1f  %12.1f  %+7.2f  %12.1f  %12.1f  %8.1f  %8.1f\n",
+                          it.rank, it.name.c_str(), it.recordedUs, sim,
+                          100.0 * (sim - it.recordedUs) / it.recordedUs, it.computeOnlyUs,
+                          it.commOnlyUs, it.overlapUs, it.idleUs);
+        }
+        else
+        {
+            std::snprintf(line, sizeof(line),
+                          "%7u  %-21s %12s  %12.1f  %7s  %12.1f  %12.1f  %8.1f  %8.1f\n",
+                          it.rank, it.name.c_str(), "-", sim, "-", it.computeOnlyUs,
+                          it.commOnlyUs, it.overlapUs, it.idleUs);
+        }
+        out << line;
+    }
+}
+
+/// The JSON's run description and its "iterations" array.
+void
+WriteRunJson(JsonWriter& j,
+             const Options& o,
+             const ReplaySettings& s,
+             const ClusterSpec& spec,
+             uint32_t nRanks,
+             Time endTime,
+             const std::vector<IterationRecord>& iterations)
+{
+    j.Key("traces").BeginArray();
+    for (const auto& f : o.Positional())
+    {
+        j.String(f);
+    }
+    j.EndArray();
+    j.Key("comm").String(s.modeName);
+    if (s.dp > 0)
+    {
+        j.Key("dp").Uint(s.dp);
+    }
+    j.Key("ranks").Uint(nRanks);
+    j.Key("cluster").String(DescribeCluster(spec));
+    j.Key("end_us").Double(ToUs(endTime));
+    j.Key("iterations").BeginArray();
+    for (const auto& it : iterations)
+    {
+        const double sim = ToUs(it.end - it.start);
+        j.BeginObject().Key("rank").Uint(it.rank).Key("name").String(it.name);
+        j.Key("recorded_us");
+        it.recordedUs > 0 ? j.Double(it.recordedUs) : j.Null();
+        j.Key("simulated_us").Double(sim);
+        j.Key("error_pct");
+        it.recordedUs > 0 ? j.Double(100.0 * (sim - it.recordedUs) / it.recordedUs) : j.Null();
+        j.Key("start_us").Double(ToUs(it.start)).Key("end_us").Double(ToUs(it.end));
+        j.EndObject();
+    }
+    j.EndArray();
+}
+
+/// Breakdown per rank and iteration (Lumos), with per-rank totals.
+void
+WriteBreakdownJson(JsonWriter& j, const std::vector<IterationRecord>& iterations, uint32_t nRanks)
+{
+    j.Key("breakdown").BeginObject().Key("ranks").BeginArray();
+    for (uint32_t r = 0; r < nRanks; ++r)
+    {
+        IterationRecord total;
+        j.BeginObject().Key("rank").Uint(r).Key("iterations").BeginArray();
+        for (const auto& it : iterations)
+        {
+            if (it.rank != r)
+            {
+                continue;
+            }
+            j.BeginObject().Key("name").String(it.name);
+            j.Key("exposed_compute_us").Double(it.computeOnlyUs);
+            j.Key("exposed_comm_us").Double(it.commOnlyUs);
+            j.Key("overlap_us").Double(it.overlapUs);
+            j.Key("idle_us").Double(it.idleUs).EndObject();
+            total.computeOnlyUs += it.computeOnlyUs;
+            total.commOnlyUs += it.commOnlyUs;
+            total.overlapUs += it.overlapUs;
+            total.idleUs += it.idleUs;
+        }
+        j.EndArray().Key("total").BeginObject();
+        j.Key("exposed_compute_us").Double(total.computeOnlyUs);
+        j.Key("exposed_comm_us").Double(total.commOnlyUs);
+        j.Key("overlap_us").Double(total.overlapUs);
+        j.Key("idle_us").Double(total.idleUs).EndObject().EndObject();
+    }
+    j.EndArray().EndObject();
+}
+
+/// One rank's SM busy entry: busy time, per-iteration fractions and the per-bucket timeline
+/// over [0, end of its last kernel). Returns the rank's busy and span nanoseconds.
+std::pair<int64_t, int64_t>
+WriteRankSmBusy(JsonWriter& j,
+                const std::vector<StreamActivity>& acts,
+                const std::vector<IterationRecord>& iterations,
+                uint32_t r)
+{
+    const auto merged = KernelIntervals(acts, r);
+    const int64_t end = merged.empty() ? 0 : merged.back().second;
+    const int64_t bucket = static_cast<int64_t>(kSmBucketUs * 1e3);
+    const int64_t busy = BusyWithin(merged, 0, end);
+    j.BeginObject().Key("rank").Uint(r);
+    j.Key("busy_us").Double(busy / 1e3).Key("span_us").Double(end / 1e3);
+    j.Key("busy_fraction").Double(end > 0 ? double(busy) / end : 0);
+    j.Key("iterations").BeginArray();
+    for (const auto& it : iterations)
+    {
+        if (it.rank != r)
+        {
+            continue;
+        }
+        const int64_t lo = it.start.GetNanoSeconds();
+        const int64_t hi = it.end.GetNanoSeconds();
+        j.BeginObject().Key("name").String(it.name).Key("busy_fraction");
+        j.Double(hi > lo ? double(BusyWithin(merged, lo, hi)) / (hi - lo) : 0);
+        j.EndObject();
+    }
+    j.EndArray();
+    j.Key("timeline").BeginArray();
+    for (int64_t lo = 0; lo < end; lo += bucket)
+    {
+        const int64_t hi = std::min(end, lo + bucket);
+        j.Fixed(double(BusyWithin(merged, lo, hi)) / (hi - lo), 4);
+    }
+    j.EndArray().EndObject();
+    return {busy, end};
+}
+
+/// SM busy: fraction of each 1 ms bucket with at least one kernel running (JSON), and the
+/// fraction per rank (stdout).
+void
+ReportSmBusy(std::ostream& out,
+             JsonWriter& j,
+             const std::vector<StreamActivity>& acts,
+             const std::vector<IterationRecord>& iterations,
+             uint32_t nRanks)
+{
+    out << "# SM busy (>= 1 kernel running):";
+    j.Key("sm_busy").BeginObject().Key("bucket_us").Double(kSmBucketUs);
+    j.Key("ranks").BeginArray();
+    double busySum = 0;
+    double spanSum = 0;
+    for (uint32_t r = 0; r < nRanks; ++r)
+    {
+        const auto [busy, end] = WriteRankSmBusy(j, acts, iterations, r);
+        busySum += busy;
+        spanSum += end;
+        char line[96];
+        std::snprintf(line, sizeof(line), " rank %u %.1f %%", r,
+                      end > 0 ? 100.0 * busy / end : 0.0);
+        out << line;
+    }
+    j.EndArray();
+    j.Key("busy_fraction").Double(spanSum > 0 ? busySum / spanSum : 0);
+    j.EndObject();
+    out << "\n";
+}
+
+/// Dependencies of the execution graphs (summed over the input files) and how cross-stream
+/// pairs were found.
+void
+ReportDependencies(std::ostream& out,
+                   JsonWriter& j,
+                   const std::vector<KinetoFileSummary>& files,
+                   const std::vector<std::string>& disabled)
+{
+    KinetoDependencyCounts deps;
+    std::set<CrossStreamMethod> methods;
+    for (const auto& f : files)
+    {
+        deps.cpuCpu += f.counts.cpuCpu;
+        deps.cpuGpu += f.counts.cpuGpu;
+        deps.gpuCpu += f.counts.gpuCpu;
+        deps.gpuGpu += f.counts.gpuGpu;
+        deps.interThread += f.counts.interThread;
+        deps.crossStream += f.counts.crossStream;
+        if (f.counts.crossStream > 0)
+        {
+            methods.insert(f.crossStreamMethod);
+        }
+    }
+    const char* method = methods.empty()        ? ToString(CrossStreamMethod::None)
+                         : methods.size() == 1 ? ToString(*methods.begin())
+                                                : ToString(CrossStreamMethod::Mixed);
+    j.Key("dependencies").BeginObject();
+    j.Key("cpu_cpu").Uint(deps.cpuCpu).Key("cpu_gpu").Uint(deps.cpuGpu);
+    j.Key("gpu_cpu").Uint(deps.gpuCpu).Key("gpu_gpu").Uint(deps.gpuGpu);
+    j.Key("inter_thread").Uint(deps.interThread).Key("cross_stream").Uint(deps.crossStream);
+    j.Key("disabled").BeginArray();
+    for (const auto& d : disabled)
+    {
+        j.String(d);
+    }
+    j.EndArray().EndObject();
+    j.Key("cross_stream_method").String(method);
+    out << "# dependencies: cpu_cpu " << deps.cpuCpu << " (inter-thread " << deps.interThread
+        << "), cpu_gpu " << deps.cpuGpu << ", gpu_cpu " << deps.gpuCpu << ", gpu_gpu "
+        << deps.gpuGpu << " (cross-stream " << deps.crossStream << ", " << method << ")";
+    if (!disabled.empty())
+    {
+        out << "; disabled:";
+        for (const auto& d : disabled)
+        {
+            out << " " << d;
+        }
+    }
+    out << "\n";
+}
+
+/// Collectives simulated over the network (none with --comm recorded).
+void
+ReportCollectives(std::ostream& out, JsonWriter& j, const GpuWorkload& w, ReplayCommMode mode)
+{
+    const auto& colls = w.GetCollectives();
+    double collUs = 0;
+    j.Key("collectives").BeginArray();
+    for (const auto& c : colls)
+    {
+        const double us = ToUs(c.End() - c.FirstJoin());
+        collUs += us;
+        j.BeginObject().Key("comm").String(c.comm).Key("seq").Uint(c.seq);
+        j.Key("op").String(ToString(c.kind)).Key("bytes").Uint(c.bytes);
+        j.Key("ranks").Uint(c.nranks).Key("algo").String(c.plan.algo);
+        j.Key("start_us").Double(ToUs(c.FirstJoin())).Key("end_us").Double(ToUs(c.End()));
+        j.Key("time_us").Double(us).EndObject();
+    }
+    j.EndArray();
+    if (mode == ReplayCommMode::Simulated)
+    {
+        char line[128];
+        std::snprintf(line, sizeof(line),
+                      "# collectives simulated over the network: %zu (%.1f us in all)\n",
+                      colls.size(), collUs);
+        out << line;
+    }
+}
+
+/// The results of a completed replay: the table and summary lines on `out`, --json and
+/// --trace files.
+void
+ReportReplay(std::ostream& out,
+             const Options& o,
+             const ReplaySettings& s,
+             const ClusterSpec& spec,
+             uint32_t nRanks,
+             const std::vector<KinetoFileSummary>& files,
+             const GpuWorkload& w,
+             const RunReport& rep)
+{
+    const std::vector<IterationRecord> iterations = w.GetIterations();
+    PrintIterationTable(out, o, s, spec, nRanks, iterations);
+    JsonWriter j;
+    j.BeginObject();
+    WriteRunJson(j, o, s, spec, nRanks, rep.endTime, iterations);
+    WriteBreakdownJson(j, iterations, nRanks);
+    ReportSmBusy(out, j, w.GetActivities(), iterations, nRanks);
+    ReportDependencies(out, j, files, s.disabled);
+    ReportCollectives(out, j, w, s.mode);
+    j.EndObject();
+    char endLine[64];
+    std::snprintf(endLine, sizeof(endLine), "# end of simulation: %.1f us\n", ToUs(rep.endTime));
+    out << endLine;
+    if (o.Has("json"))
+    {
+        WriteFileAtomically(o.Get("json", ""), j.Take() + "\n");
+    }
+    if (o.Has("trace"))
+    {
+        WriteFileAtomically(o.Get("trace", ""), SimulatedKinetoTrace(w));
+    }
+}
+
+} // namespace
+
 int
 ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
@@ -402,94 +797,19 @@ ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         {
             throw UsageError("no trace given");
         }
-        const std::string commName = o.Get("comm", "recorded");
-        if (commName != "recorded" && commName != "simulated")
-        {
-            throw UsageError("--comm must be recorded or simulated");
-        }
-        const uint32_t dp = o.Count("dp", 0);
-        if (o.Has("dp") && dp == 0)
-        {
-            throw UsageError("--dp needs at least 1 rank");
-        }
-        if (dp > 0 && o.Has("comm") && commName == "recorded")
-        {
-            throw UsageError("--dp re-simulates collectives; it cannot be used with "
-                             "--comm recorded");
-        }
-        const ReplayCommMode mode = (commName == "simulated" || dp > 0)
-                                        ? ReplayCommMode::Simulated
-                                        : ReplayCommMode::Recorded;
-        const std::string modeName = mode == ReplayCommMode::Simulated ? "simulated" : "recorded";
-        KinetoGraphOptions graphOptions;
-        graphOptions.gapThresholdUs = o.Number("gap-us", graphOptions.gapThresholdUs);
-        if (graphOptions.gapThresholdUs < 0)
-        {
-            throw UsageError("--gap-us must be >= 0");
-        }
-        std::vector<std::string> disabled;
-        for (const std::string& kind : o.All("no-dep"))
-        {
-            if (kind == "cpu_cpu")
-            {
-                graphOptions.cpuCpu = false;
-            }
-            else if (kind == "cpu_gpu")
-            {
-                graphOptions.cpuGpu = false;
-            }
-            else if (kind == "gpu_cpu")
-            {
-                graphOptions.gpuCpu = false;
-            }
-            else if (kind == "gpu_gpu")
-            {
-                graphOptions.gpuGpu = false;
-            }
-            else
-            {
-                throw UsageError("--no-dep must be cpu_cpu, cpu_gpu, gpu_cpu or gpu_gpu");
-            }
-            if (std::find(disabled.begin(), disabled.end(), kind) == disabled.end())
-            {
-                disabled.push_back(kind);
-            }
-        }
-        std::vector<std::pair<std::string, double>> scales;
-        for (const std::string& s : o.All("scale-kernels"))
-        {
-            scales.push_back(ParseKernelScale(s));
-        }
-
+        const ReplaySettings s = ParseReplaySettings(o);
         std::vector<KinetoFileSummary> files;
-        const JobTrace recorded = ReadKinetoJob(o.Positional(), graphOptions, &files);
-        std::shared_ptr<JobTrace> job = PrepareReplayJob(recorded, mode, dp);
+        const JobTrace recorded = ReadKinetoJob(o.Positional(), s.graph, &files);
+        std::shared_ptr<JobTrace> job = PrepareReplayJob(recorded, s.mode, s.dp);
         const uint32_t nRanks = job->ranks.size();
         NS_LOG_INFO("replaying " << o.Positional().size() << " trace(s) as " << nRanks
-                                 << " rank(s), collectives " << modeName);
+                                 << " rank(s), collectives " << s.modeName);
 
         const ClusterSpec spec = SpecFromOptions(o, nRanks);
-        GpuClusterHelper cluster;
-        cluster.SetSpec(spec);
-        NodeContainer gpus = cluster.Create();
-        if (gpus.GetN() < nRanks)
-        {
-            throw std::invalid_argument("the replay has " + std::to_string(nRanks) +
-                                        " ranks but the cluster has " +
-                                        std::to_string(gpus.GetN()) + " GPUs");
-        }
-        Ptr<FlowBackend> backend = CreateObject<FlowBackend>();
-        backend->SetTopology(cluster.GetTopology());
-        GpuWorkloadHelper helper;
-        helper.SetBackend(backend);
-        helper.SetCostModel("ns3::RecordedDurationCostModel");
-        for (const auto& [re, factor] : scales)
-        {
-            helper.AddKernelScale(re, factor);
-        }
-        Ptr<GpuWorkload> w = helper.Install(job, gpus);
+        ReplayEngine engine;
+        InstallReplay(engine, job, spec, s);
         Simulator::Run();
-        const RunReport rep = w->Check();
+        const RunReport rep = engine.workload->Check();
         for (const auto& e : rep.errors)
         {
             err << "gpusim replay: device error: " << e << "\n";
@@ -498,240 +818,14 @@ ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         {
             err << "gpusim replay: the simulation stopped with work still waiting:\n"
                 << rep.stuck;
-            w->Dispose();
-            Simulator::Destroy();
-            return 3;
         }
-
-        const std::vector<IterationRecord> iterations = w->GetIterations();
-        const auto& acts = w->GetActivities();
-
-        // Table.
-        out << "# gpusim replay: " << o.Positional().size() << " trace"
-            << (o.Positional().size() == 1 ? "" : "s") << ", " << nRanks << " simulated rank"
-            << (nRanks == 1 ? "" : "s") << ", collectives " << modeName;
-        if (dp > 0)
+        else
         {
-            out << " (--dp " << dp << ")";
+            ReportReplay(out, o, s, spec, nRanks, files, *engine.workload, rep);
         }
-        out << "\n# cluster: " << DescribeCluster(spec) << "\n";
-        out << "#  rank  iteration              recorded_us  simulated_us   error%  "
-               "exposed_comp  exposed_comm   overlap      idle\n";
-        for (const auto& it : iterations)
-        {
-            const double sim = ToUs(it.end - it.start);
-            char line[320];
-            if (it.recordedUs > 0)
-            {
-                std::snprintf(line, sizeof(line),
-                              "%7u  %-21s %12.1f  %12.1f  %+7.2f  %12.1f  %12.1f  %8.1f  %8.1f\n",
-                              it.rank, it.name.c_str(), it.recordedUs, sim,
-                              100.0 * (sim - it.recordedUs) / it.recordedUs, it.computeOnlyUs,
-                              it.commOnlyUs, it.overlapUs, it.idleUs);
-            }
-            else
-            {
-                std::snprintf(line, sizeof(line),
-                              "%7u  %-21s %12s  %12.1f  %7s  %12.1f  %12.1f  %8.1f  %8.1f\n",
-                              it.rank, it.name.c_str(), "-", sim, "-", it.computeOnlyUs,
-                              it.commOnlyUs, it.overlapUs, it.idleUs);
-            }
-            out << line;
-        }
-
-        JsonWriter j;
-        j.BeginObject();
-        j.Key("traces").BeginArray();
-        for (const auto& f : o.Positional())
-        {
-            j.String(f);
-        }
-        j.EndArray();
-        j.Key("comm").String(modeName);
-        if (dp > 0)
-        {
-            j.Key("dp").Uint(dp);
-        }
-        j.Key("ranks").Uint(nRanks);
-        j.Key("cluster").String(DescribeCluster(spec));
-        j.Key("end_us").Double(ToUs(rep.endTime));
-        j.Key("iterations").BeginArray();
-        for (const auto& it : iterations)
-        {
-            const double sim = ToUs(it.end - it.start);
-            j.BeginObject().Key("rank").Uint(it.rank).Key("name").String(it.name);
-            j.Key("recorded_us");
-            it.recordedUs > 0 ? j.Double(it.recordedUs) : j.Null();
-            j.Key("simulated_us").Double(sim);
-            j.Key("error_pct");
-            it.recordedUs > 0 ? j.Double(100.0 * (sim - it.recordedUs) / it.recordedUs)
-                              : j.Null();
-            j.Key("start_us").Double(ToUs(it.start)).Key("end_us").Double(ToUs(it.end));
-            j.EndObject();
-        }
-        j.EndArray();
-
-        // Breakdown per rank and iteration (Lumos), with per-rank totals.
-        j.Key("breakdown").BeginObject().Key("ranks").BeginArray();
-        for (uint32_t r = 0; r < nRanks; ++r)
-        {
-            IterationRecord total;
-            j.BeginObject().Key("rank").Uint(r).Key("iterations").BeginArray();
-            for (const auto& it : iterations)
-            {
-                if (it.rank != r)
-                {
-                    continue;
-                }
-                j.BeginObject().Key("name").String(it.name);
-                j.Key("exposed_compute_us").Double(it.computeOnlyUs);
-                j.Key("exposed_comm_us").Double(it.commOnlyUs);
-                j.Key("overlap_us").Double(it.overlapUs);
-                j.Key("idle_us").Double(it.idleUs).EndObject();
-                total.computeOnlyUs += it.computeOnlyUs;
-                total.commOnlyUs += it.commOnlyUs;
-                total.overlapUs += it.overlapUs;
-                total.idleUs += it.idleUs;
-            }
-            j.EndArray().Key("total").BeginObject();
-            j.Key("exposed_compute_us").Double(total.computeOnlyUs);
-            j.Key("exposed_comm_us").Double(total.commOnlyUs);
-            j.Key("overlap_us").Double(total.overlapUs);
-            j.Key("idle_us").Double(total.idleUs).EndObject().EndObject();
-        }
-        j.EndArray().EndObject();
-
-        // SM busy: fraction of each 1 ms bucket with at least one kernel running.
-        out << "# SM busy (>= 1 kernel running):";
-        j.Key("sm_busy").BeginObject().Key("bucket_us").Double(kSmBucketUs);
-        j.Key("ranks").BeginArray();
-        double busySum = 0;
-        double spanSum = 0;
-        for (uint32_t r = 0; r < nRanks; ++r)
-        {
-            const auto merged = KernelIntervals(acts, r);
-            const int64_t end = merged.empty() ? 0 : merged.back().second;
-            const int64_t bucket = static_cast<int64_t>(kSmBucketUs * 1e3);
-            const int64_t busy = BusyWithin(merged, 0, end);
-            busySum += busy;
-            spanSum += end;
-            j.BeginObject().Key("rank").Uint(r);
-            j.Key("busy_us").Double(busy / 1e3).Key("span_us").Double(end / 1e3);
-            j.Key("busy_fraction").Double(end > 0 ? double(busy) / end : 0);
-            j.Key("iterations").BeginArray();
-            for (const auto& it : iterations)
-            {
-                if (it.rank != r)
-                {
-                    continue;
-                }
-                const int64_t lo = it.start.GetNanoSeconds();
-                const int64_t hi = it.end.GetNanoSeconds();
-                j.BeginObject().Key("name").String(it.name).Key("busy_fraction");
-                j.Double(hi > lo ? double(BusyWithin(merged, lo, hi)) / (hi - lo) : 0);
-                j.EndObject();
-            }
-            j.EndArray();
-            j.Key("timeline").BeginArray();
-            for (int64_t lo = 0; lo < end; lo += bucket)
-            {
-                const int64_t hi = std::min(end, lo + bucket);
-                j.Fixed(double(BusyWithin(merged, lo, hi)) / (hi - lo), 4);
-            }
-            j.EndArray().EndObject();
-            char line[96];
-            std::snprintf(line, sizeof(line), " rank %u %.1f %%", r,
-                          end > 0 ? 100.0 * busy / end : 0.0);
-            out << line;
-        }
-        j.EndArray();
-        j.Key("busy_fraction").Double(spanSum > 0 ? busySum / spanSum : 0);
-        j.EndObject();
-        out << "\n";
-
-        // Dependencies of the execution graphs (summed over the input files).
-        KinetoDependencyCounts deps;
-        std::set<CrossStreamMethod> methods;
-        for (const auto& f : files)
-        {
-            deps.cpuCpu += f.counts.cpuCpu;
-            deps.cpuGpu += f.counts.cpuGpu;
-            deps.gpuCpu += f.counts.gpuCpu;
-            deps.gpuGpu += f.counts.gpuGpu;
-            deps.interThread += f.counts.interThread;
-            deps.crossStream += f.counts.crossStream;
-            if (f.counts.crossStream > 0)
-            {
-                methods.insert(f.crossStreamMethod);
-            }
-        }
-        const char* method = methods.empty()        ? ToString(CrossStreamMethod::None)
-                             : methods.size() == 1 ? ToString(*methods.begin())
-                                                    : ToString(CrossStreamMethod::Mixed);
-        j.Key("dependencies").BeginObject();
-        j.Key("cpu_cpu").Uint(deps.cpuCpu).Key("cpu_gpu").Uint(deps.cpuGpu);
-        j.Key("gpu_cpu").Uint(deps.gpuCpu).Key("gpu_gpu").Uint(deps.gpuGpu);
-        j.Key("inter_thread").Uint(deps.interThread).Key("cross_stream").Uint(deps.crossStream);
-        j.Key("disabled").BeginArray();
-        for (const auto& d : disabled)
-        {
-            j.String(d);
-        }
-        j.EndArray().EndObject();
-        j.Key("cross_stream_method").String(method);
-        out << "# dependencies: cpu_cpu " << deps.cpuCpu << " (inter-thread " << deps.interThread
-            << "), cpu_gpu " << deps.cpuGpu << ", gpu_cpu " << deps.gpuCpu << ", gpu_gpu "
-            << deps.gpuGpu << " (cross-stream " << deps.crossStream << ", " << method << ")";
-        if (!disabled.empty())
-        {
-            out << "; disabled:";
-            for (const auto& d : disabled)
-            {
-                out << " " << d;
-            }
-        }
-        out << "\n";
-
-        // Collectives simulated over the network (none with --comm recorded).
-        const auto& colls = w->GetCollectives();
-        double collUs = 0;
-        j.Key("collectives").BeginArray();
-        for (const auto& c : colls)
-        {
-            const double us = ToUs(c.End() - c.FirstJoin());
-            collUs += us;
-            j.BeginObject().Key("comm").String(c.comm).Key("seq").Uint(c.seq);
-            j.Key("op").String(ToString(c.kind)).Key("bytes").Uint(c.bytes);
-            j.Key("ranks").Uint(c.nranks).Key("algo").String(c.plan.algo);
-            j.Key("start_us").Double(ToUs(c.FirstJoin())).Key("end_us").Double(ToUs(c.End()));
-            j.Key("time_us").Double(us).EndObject();
-        }
-        j.EndArray();
-        j.EndObject();
-        if (mode == ReplayCommMode::Simulated)
-        {
-            char line[128];
-            std::snprintf(line, sizeof(line),
-                          "# collectives simulated over the network: %zu (%.1f us in all)\n",
-                          colls.size(), collUs);
-            out << line;
-        }
-        char endLine[64];
-        std::snprintf(endLine, sizeof(endLine), "# end of simulation: %.1f us\n",
-                      ToUs(rep.endTime));
-        out << endLine;
-
-        if (o.Has("json"))
-        {
-            WriteFileAtomically(o.Get("json", ""), j.Take() + "\n");
-        }
-        if (o.Has("trace"))
-        {
-            WriteFileAtomically(o.Get("trace", ""), SimulatedKinetoTrace(*w));
-        }
-        w->Dispose();
+        engine.workload->Dispose();
         Simulator::Destroy();
-        return 0;
+        return rep.completed ? 0 : 3;
     }
     catch (const UsageError& e)
     {
