@@ -31,7 +31,7 @@ bool Live(cublasContext* h) {
 
 cublasStatus_t Gemm(cublasHandle_t h, const char* name, cublasOperation_t ta, cublasOperation_t tb, long long m,
                     long long n, long long k, long long lda, long long ldb, long long ldc, long long batch,
-                    cudaDataType atype) {
+                    cudaDataType atype, cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
   if (!Live(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if ((unsigned)ta > CUBLAS_OP_C || (unsigned)tb > CUBLAS_OP_C) return CUBLAS_STATUS_INVALID_VALUE;
   if (m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
@@ -41,6 +41,8 @@ cublasStatus_t Gemm(cublasHandle_t h, const char* name, cublasOperation_t ta, cu
   int elt;
   const char* dtype = GemmDtype(atype, &elt);
   if (!dtype) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // FP32 data: the math the compute type and the handle's math mode select (gemm-record.h).
+  if (atype == CUDA_R_32F) dtype = Fp32GemmMath(compute, h->math);
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;  // nothing launched
   StreamRef s;
   if (!ResolveStream(h->stream, &s)) return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -145,16 +147,18 @@ cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                             int k, const void*, const void*, cudaDataType Atype, int lda, const void*, cudaDataType,
-                            int ldb, const void*, void*, cudaDataType, int ldc, cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype);
+                            int ldb, const void*, void*, cudaDataType, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype, computeType);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                           int m, int n, int k, const void*, const void*, cudaDataType Atype, int lda,
                                           long long int, const void*, cudaDataType, int ldb, long long int, const void*,
                                           void*, cudaDataType, int ldc, long long int, int batchCount,
-                                          cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+                                          cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype,
+              computeType);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
@@ -186,8 +190,8 @@ cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t trans
 cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                    int n, int k, const void*, const void* const[], cudaDataType Atype, int lda,
                                    const void* const[], cudaDataType, int ldb, const void*, void* const[], cudaDataType,
-                                   int ldc, int batchCount, cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+                                   int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype, computeType);
 }
 
 cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
@@ -205,24 +209,26 @@ cublasStatus_t cublasHgemm_64(cublasHandle_t handle, cublasOperation_t transa, c
 cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
                                int64_t n, int64_t k, const void*, const void*, cudaDataType Atype, int64_t lda,
                                const void*, cudaDataType, int64_t ldb, const void*, void*, cudaDataType, int64_t ldc,
-                               cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype);
+                               cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype, computeType);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                              int64_t m, int64_t n, int64_t k, const void*, const void*,
                                              cudaDataType Atype, int64_t lda, long long int, const void*, cudaDataType,
                                              int64_t ldb, long long int, const void*, void*, cudaDataType, int64_t ldc,
-                                             long long int, int64_t batchCount, cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+                                             long long int, int64_t batchCount, cublasComputeType_t computeType,
+                                             cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype,
+              computeType);
 }
 
 cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                       int64_t m, int64_t n, int64_t k, const void*, const void* const[],
                                       cudaDataType Atype, int64_t lda, const void* const[], cudaDataType, int64_t ldb,
                                       const void*, void* const[], cudaDataType, int64_t ldc, int64_t batchCount,
-                                      cublasComputeType_t, cublasGemmAlgo_t) {
-  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype);
+                                      cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype, computeType);
 }
 
 }  // extern "C"

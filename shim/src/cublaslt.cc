@@ -286,6 +286,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
   int elt;
   const char* dtype = GemmDtype((cudaDataType)a->type, &elt);
   if (!dtype) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // FP32 data: the descriptor's compute type says which math runs (gemm-record.h).
+  if (a->type == CUDA_R_32F) dtype = Fp32GemmMath(d->compute, -1);
   StreamRef s;
   if (!ResolveStream(stream, &s)) return CUBLAS_STATUS_EXECUTION_FAILED;
   RecordGemm(s, "cublasLtMatmul", (long long)m, (long long)n, (long long)k, out->batch > 0 ? out->batch : 1, dtype, elt,

@@ -13,6 +13,18 @@ inline bool DeviceValid(int d) { return d >= 0 && d < DeviceCount(); }
 int PerThreadStreamId(int device);
 int NewStreamId(int device);
 void SetCurrentDevice(int device);
+// cudaSetDeviceFlags(cudaDeviceSyncMemops) on `device`: its synchronous copies always block the
+// host, device-to-device ones included (runtime.cc).
+bool SyncMemops(int device);
+// cudaDeviceReset: the device's limits go back to their defaults (runtime.cc).
+void ResetDeviceLimits(int device);
+// cudaMemcpy2D(Async), `ptsz`: the null stream means cudaStreamPerThread (memory.cc).
+cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                     cudaMemcpyKind kind, cudaStream_t stream, bool async, bool ptsz);
+// A copy to (toSymbol) or from a __device__/__constant__ variable's storage, recorded like any
+// other copy; `symbol` is the storage at the offset, `other` the program's buffer (memory.cc).
+cudaError_t SymbolCopy(void* symbol, void* other, size_t count, bool toSymbol, cudaMemcpyKind kind, cudaStream_t stream,
+                       bool async, bool ptsz);
 
 }  // namespace gpusim
 

@@ -3,8 +3,10 @@
 #define GPUSIM_GEMM_RECORD_H
 
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
+#include "cublas_api.h"
 #include "library_types.h"
 #include "shim.h"
 
@@ -25,6 +27,33 @@ inline const char* GemmDtype(cudaDataType t, int* bytes) {
     case CUDA_R_8F_E5M2: *bytes = 1; return "f8e5m2";
     default: return nullptr;
   }
+}
+
+// The arithmetic a GEMM on FP32 matrices runs in, which is what its cost depends on (cuBLAS
+// documentation, cublasComputeType_t and cublasMath_t): TF32 tensor cores for
+// CUBLAS_COMPUTE_32F_FAST_TF32, and for CUBLAS_COMPUTE_32F (the legacy single-precision
+// routines included) on a handle in CUBLAS_TF32_TENSOR_OP_MATH; FP16 / BF16 tensor cores for
+// CUBLAS_COMPUTE_32F_FAST_16F / _FAST_16BF, and FP16 for the deprecated CUBLAS_TENSOR_OP_MATH
+// ("single precision GEMM routines use CUBLAS_COMPUTE_32F_FAST_16F"); plain FP32 otherwise
+// (default or pedantic math, CUBLAS_COMPUTE_32F_PEDANTIC). NVIDIA_TF32_OVERRIDE=0 disables TF32
+// process-wide, as in NVIDIA's libraries. mathMode < 0: no handle math mode (cuBLASLt).
+inline const char* Fp32GemmMath(int compute, int mathMode) {
+  static const bool noTf32 = [] {
+    const char* v = getenv("NVIDIA_TF32_OVERRIDE");
+    return v && strcmp(v, "0") == 0;
+  }();
+  switch (compute) {
+    case CUBLAS_COMPUTE_32F_FAST_TF32: return noTf32 ? "f32" : "tf32";
+    case CUBLAS_COMPUTE_32F_FAST_16F: return "f16";
+    case CUBLAS_COMPUTE_32F_FAST_16BF: return "bf16";
+    case CUBLAS_COMPUTE_32F: break;
+    default: return "f32";
+  }
+  if (mathMode < 0) return "f32";
+  int mode = mathMode & ~(int)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  if (mode == CUBLAS_TF32_TENSOR_OP_MATH) return noTf32 ? "f32" : "tf32";
+  if (mode == CUBLAS_TENSOR_OP_MATH) return "f16";
+  return "f32";
 }
 
 // One GEMM launch: D[m x n] = op(A)[m x k] * op(B)[k x n], `batch` times.

@@ -112,50 +112,85 @@ const char* KindName(bool srcDev, bool dstDev) {
   return "h2h";
 }
 
+// How one copy appears in the trace and to the host.
+struct CopyShape {
+  const char* kind;  // h2h, h2d, d2h, d2d, p2p
+  bool pageable;     // one end is pageable host memory, the other a GPU
+  bool blocksHost;   // the call returns once the copy is done
+  int srcDev, dstDev;
+};
+
+// CUDA's "API synchronization behavior": a synchronous copy (cudaMemcpy, 2D, symbol, peer)
+// blocks the host unless it is device-to-device (then it is only ordered on its stream) or the
+// device has cudaDeviceSyncMemops; an asynchronous one blocks only between a GPU and pageable
+// memory, or host-to-host. The same rule decides the trace's "async" and, in live mode,
+// whether the call waits for the simulator. Caller holds M().mu (r, d point into the table).
+// `kind` has been checked against the pointers by CheckDeclared.
+CopyShape ShapeOf(const End& r, const End& d, cudaMemcpyKind kind, bool async, int device) {
+  CopyShape c;
+  bool srcDev =
+      kind == cudaMemcpyDefault ? r.device : kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  bool dstDev =
+      kind == cudaMemcpyDefault ? d.device : kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  c.srcDev = r.dev;
+  c.dstDev = d.dev;
+  bool p2p = r.device && d.device && r.dev != d.dev;
+  if (p2p) srcDev = dstDev = true;
+  c.kind = p2p ? "p2p" : KindName(srcDev, dstDev);
+  c.pageable = (!r.alloc && dstDev) || (!d.alloc && srcDev);
+  if (srcDev && dstDev)
+    c.blocksHost = !async && SyncMemops(device);
+  else if (!srcDev && !dstDev)
+    c.blocksHost = true;
+  else
+    c.blocksHost = !async || c.pageable;
+  return c;
+}
+
+// A side the program declares to be device memory must be memory CUDA knows about.
+bool CheckDeclared(const End& r, const End& d, cudaMemcpyKind kind) {
+  bool srcSaysDev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  bool dstSaysDev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  return !((srcSaysDev && !r.alloc) || (dstSaysDev && !d.alloc));
+}
+
+cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
+  if (!Recording()) return cudaSuccess;
+  Line l(s.device, "memcpy");
+  l.Str("kind", c.kind).U64("bytes", bytes).Int("stream", s.id).Bool("async", !c.blocksHost);
+  // A peer copy crosses between two GPUs (ranks): the simulator moves it over their link.
+  if (c.kind[0] == 'p') l.Rank("src_rank", c.srcDev).Rank("dst_rank", c.dstDev);
+  if (c.pageable) l.Bool("pageable", true);
+  if (LiveMode() && c.blocksHost) {
+    // The host waits for this copy: it returns at the simulated time the copy is done.
+    LiveAnswer a;
+    return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+  }
+  l.Commit();
+  return LiveLost() ? Ret(cudaErrorUnknown) : cudaSuccess;
+}
+
+// srcDevice/dstDevice >= 0: cudaMemcpyPeer*, whose pointers must be device memory of those devices.
 cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream, bool async,
-                 bool ptsz) {
+                 bool ptsz, int srcDevice = -1, int dstDevice = -1) {
   if ((unsigned)kind > cudaMemcpyDefault) return Ret(cudaErrorInvalidMemcpyDirection);
   StreamRef s;
   if (!ResolveStream(stream, &s, ptsz)) return Ret(cudaErrorInvalidResourceHandle);
   if (count == 0) return cudaSuccess;
   if (!dst || !src) return Ret(cudaErrorInvalidValue);
-  const char* kindName;
-  bool pageable;  // a host end is ordinary (unpinned) memory
+  CopyShape c;
   {
     std::lock_guard<std::mutex> lock(M().mu);
     bool oob = false;
     End d = Classify(dst, count, &oob);
     End r = Classify(src, count, &oob);
-    if (oob) return Ret(cudaErrorInvalidValue);
-    // A side the program declares to be device memory must be memory CUDA knows about.
-    bool srcSaysDev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    bool dstSaysDev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    if ((srcSaysDev && !r.alloc) || (dstSaysDev && !d.alloc)) return Ret(cudaErrorInvalidValue);
+    if (oob || !CheckDeclared(r, d, kind)) return Ret(cudaErrorInvalidValue);
+    if (srcDevice >= 0 && (!r.device || r.dev != srcDevice || !d.device || d.dev != dstDevice))
+      return Ret(cudaErrorInvalidValue);
     if (d.accessible && r.accessible) memmove(dst, src, count);
-    pageable = (!r.alloc && d.device) || (!d.alloc && r.device);
-    if (r.device && d.device && r.dev != d.dev)
-      kindName = "p2p";
-    else if (kind == cudaMemcpyDefault)
-      kindName = KindName(r.device, d.device);
-    else
-      kindName = KindName(srcSaysDev, dstSaysDev);
+    c = ShapeOf(r, d, kind, async, s.device);
   }
-  if (Recording()) {
-    // Copies between the device and pageable memory return only once the host buffer has been
-    // consumed or filled, even through cudaMemcpyAsync: for the host they are synchronous.
-    Line l(s.device, "memcpy");
-    l.Str("kind", kindName).U64("bytes", count).Int("stream", s.id).Bool("async", async && !pageable);
-    if (pageable) l.Bool("pageable", true);
-    if (LiveMode() && !(async && !pageable)) {
-      // The host waits for this copy: it returns at the simulated time the copy is done.
-      LiveAnswer a;
-      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
-      return cudaSuccess;
-    }
-    l.Commit();
-    if (LiveLost()) return Ret(cudaErrorUnknown);
-  }
-  return cudaSuccess;
+  return RecordCopy(s, c, count);
 }
 
 cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t stream, bool async, bool ptsz) {
@@ -222,6 +257,57 @@ cudaError_t DeviceFree(void* ptr, bool record) {
   }
   if (record && Recording()) Line(device, "free").U64("ptr", (uintptr_t)ptr).Commit();
   return cudaSuccess;
+}
+
+cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                     cudaMemcpyKind kind, cudaStream_t stream, bool async, bool ptsz) {
+  if (width > dpitch || width > spitch) return Ret(cudaErrorInvalidPitchValue);
+  if ((unsigned)kind > cudaMemcpyDefault) return Ret(cudaErrorInvalidMemcpyDirection);
+  StreamRef s;
+  if (!ResolveStream(stream, &s, ptsz)) return Ret(cudaErrorInvalidResourceHandle);
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (!dst || !src) return Ret(cudaErrorInvalidValue);
+  CopyShape c;
+  {
+    std::lock_guard<std::mutex> lock(M().mu);
+    bool oob = false;
+    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+    End d = Classify(dst, dspan, &oob);
+    End r = Classify(src, sspan, &oob);
+    if (oob || !CheckDeclared(r, d, kind)) return Ret(cudaErrorInvalidValue);
+    if (d.accessible && r.accessible)
+      for (size_t row = 0; row < height; ++row)
+        memmove((char*)dst + row * dpitch, (const char*)src + row * spitch, width);
+    c = ShapeOf(r, d, kind, async, s.device);
+  }
+  return RecordCopy(s, c, width * height);
+}
+
+cudaError_t SymbolCopy(void* symbol, void* other, size_t count, bool toSymbol, cudaMemcpyKind kind, cudaStream_t stream,
+                       bool async, bool ptsz) {
+  // The symbol end is device memory, so the kind may only say where the other end is.
+  cudaMemcpyKind hostSide = toSymbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  if (kind != hostSide && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return Ret(cudaErrorInvalidMemcpyDirection);
+  StreamRef s;
+  if (!ResolveStream(stream, &s, ptsz)) return Ret(cudaErrorInvalidResourceHandle);
+  if (count == 0) return cudaSuccess;
+  if (!other) return Ret(cudaErrorInvalidValue);
+  CopyShape c;
+  {
+    std::lock_guard<std::mutex> lock(M().mu);
+    bool oob = false;
+    End o = Classify(other, count, &oob);
+    // A module variable exists on every device; the copy uses the instance of the device it runs on.
+    static const Alloc kSymbolStorage{0, 0, 0, Kind::Device, true};
+    End sym{&kSymbolStorage, true, true, s.device};
+    const End& r = toSymbol ? o : sym;
+    const End& d = toSymbol ? sym : o;
+    if (oob || !CheckDeclared(r, d, kind)) return Ret(cudaErrorInvalidValue);
+    if (o.accessible) memcpy(toSymbol ? symbol : other, toSymbol ? other : symbol, count);
+    c = ShapeOf(r, d, kind, async, s.device);
+  }
+  return RecordCopy(s, c, count);
 }
 
 void ReleaseDeviceMemory(int device) {
@@ -390,48 +476,13 @@ cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaM
 
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   if (!DeviceValid(dstDevice) || !DeviceValid(srcDevice)) return Ret(cudaErrorInvalidDevice);
-  return Copy(dst, src, count, cudaMemcpyDefault, nullptr, false, false);
+  return Copy(dst, src, count, cudaMemcpyDefault, nullptr, false, false, srcDevice, dstDevice);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
                                 cudaStream_t stream) {
   if (!DeviceValid(dstDevice) || !DeviceValid(srcDevice)) return Ret(cudaErrorInvalidDevice);
-  return Copy(dst, src, count, cudaMemcpyDefault, stream, true, false);
-}
-
-static cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                          cudaMemcpyKind kind, cudaStream_t stream, bool async) {
-  if (width > dpitch || width > spitch) return Ret(cudaErrorInvalidPitchValue);
-  if ((unsigned)kind > cudaMemcpyDefault) return Ret(cudaErrorInvalidMemcpyDirection);
-  StreamRef s;
-  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
-  if (width == 0 || height == 0) return cudaSuccess;
-  {
-    std::lock_guard<std::mutex> lock(M().mu);
-    bool oob = false;
-    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
-    End d = Classify(dst, dspan, &oob);
-    End r = Classify(src, sspan, &oob);
-    if (oob) return Ret(cudaErrorInvalidValue);
-    if (d.accessible && r.accessible)
-      for (size_t row = 0; row < height; ++row)
-        memmove((char*)dst + row * dpitch, (const char*)src + row * spitch, width);
-  }
-  if (Recording()) {
-    bool srcDev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    bool dstDev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    Line l(s.device, "memcpy");
-    l.Str("kind", kind == cudaMemcpyDefault ? "default" : KindName(srcDev, dstDev))
-        .U64("bytes", width * height)
-        .Int("stream", s.id)
-        .Bool("async", async);
-    if (LiveMode() && !async) {
-      LiveAnswer a;
-      return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
-    }
-    l.Commit();
-  }
-  return cudaSuccess;
+  return Copy(dst, src, count, cudaMemcpyDefault, stream, true, false, srcDevice, dstDevice);
 }
 
 cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
@@ -476,12 +527,12 @@ cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t, 
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                          cudaMemcpyKind kind) {
-  return Copy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false);
+  return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t stream) {
-  return Copy2D(dst, dpitch, src, spitch, width, height, kind, stream, true);
+  return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {

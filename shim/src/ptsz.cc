@@ -53,17 +53,7 @@ cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, si
 
 cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind) {
-  cudaError_t e = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread);
-  return e == cudaSuccess ? cudaStreamSynchronize(cudaStreamPerThread) : e;
-}
-
-cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
-                                    cudaMemcpyKind kind) {
-  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
-}
-
-cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
-  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+  return gpusim::Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true);
 }
 
 cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t stream, int* device) {

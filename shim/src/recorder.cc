@@ -40,8 +40,11 @@ struct RankLog {
   std::mutex mu;
   int device = 0;
   std::atomic<int> rank{-1};  // -1 until bound
-  bool excluded = false;      // fallback rank collided: written aside, not in the manifest
+  std::atomic<bool> excluded{false};  // fallback rank collided: written aside, not in the manifest
   std::string buf;
+  // Line::Rank fields in buf: (offset where the number goes, device whose rank it is), in
+  // order; filled in by WriteOut.
+  std::vector<std::pair<size_t, int>> rankRefs;
   int fd = -1;
   uint64_t ops = 0;
   std::unordered_map<uint64_t, ThreadSlot*> threads;  // thread number -> slot
@@ -128,6 +131,25 @@ void BindFallback(RankLog* log) {
   log->rank = rank;
 }
 
+// The rank another device's lines are written under: -1 while it has none, and for a device
+// written aside (its rank number belongs to another log).
+int RankOfDevice(int device) {
+  RankLog* o = R().logs[device].load();
+  if (!o) return -1;
+  int rank = o->rank;  // read before `excluded`: BindFallback sets it last
+  return rank >= 0 && !o->excluded ? rank : -1;
+}
+
+// Every Line::Rank field of the buffer can be filled in (its device has a rank). Caller holds
+// log->mu.
+bool RankRefsKnown(const RankLog* log) {
+  for (const auto& ref : log->rankRefs) {
+    RankLog* o = R().logs[ref.second].load();
+    if (!o || o->rank < 0) return false;
+  }
+  return true;
+}
+
 std::string FileName(const RankLog* log) {
   std::string f = "rank-" + std::to_string(log->rank);
   if (log->excluded) f += ".dev-" + std::to_string(log->device);
@@ -143,11 +165,30 @@ void WriteOut(RankLog* log) {
       fprintf(stderr, "gpusim: cannot write %s: %s\n", path.c_str(), strerror(errno));
       g_on = false;
       log->buf.clear();
+      log->rankRefs.clear();
       return;
     }
   }
-  const char* p = log->buf.data();
-  size_t left = log->buf.size();
+  std::string filled;
+  if (!log->rankRefs.empty()) {
+    // Splice the ranks of the devices named by Line::Rank into the lines.
+    filled.reserve(log->buf.size() + 12 * log->rankRefs.size());
+    size_t from = 0;
+    bool unknown = false;
+    for (const auto& ref : log->rankRefs) {
+      filled.append(log->buf, from, ref.first - from);
+      int rank = RankOfDevice(ref.second);
+      unknown |= rank < 0;
+      filled += std::to_string(rank);
+      from = ref.first;
+    }
+    filled.append(log->buf, from, std::string::npos);
+    log->rankRefs.clear();
+    if (unknown) WarnOnce("a peer copy names a device without a rank of its own; written as rank -1 (costed locally)");
+  }
+  const std::string& out = filled.empty() ? log->buf : filled;
+  const char* p = out.data();
+  size_t left = out.size();
   while (left > 0) {
     ssize_t n = write(log->fd, p, left);
     if (n < 0) {
@@ -229,6 +270,7 @@ void AtForkChild() {
     if (!log) continue;
     new (&log->mu) std::mutex;  // the parent may have held it while forking
     log->buf.clear();
+    log->rankRefs.clear();
     if (log->fd >= 0) close(log->fd);
     log->fd = -1;
   }
@@ -278,7 +320,7 @@ void JsonEscape(const char* s, std::string& out) {
   }
 }
 
-Line::Line(int device, const char* op) : device_(device), op_(op), body_(&t_body), len_(0) {
+Line::Line(int device, const char* op) : device_(device), op_(op), body_(&t_body), len_(0), nranks_(0) {
   if (body_->size() < 1024) body_->resize(1024);
 }
 
@@ -372,6 +414,27 @@ Line& Line::Raw(const char* fragment, size_t len) {
   return *this;
 }
 
+// Live mode: the simulator numbers the GPUs of process p as p * D + device (D = GPUSIM_DEVICES).
+static int LiveRankOf(int device) {
+  static const int base = [] {
+    const char* p = getenv("GPUSIM_LIVE_PROCESS");
+    const char* d = getenv("GPUSIM_DEVICES");
+    int per = d && atoi(d) > 0 ? atoi(d) : DeviceCount();
+    return (p ? atoi(p) : 0) * per;
+  }();
+  return base + device;
+}
+
+Line& Line::Rank(const char* key, int device) {
+  if (device < 0 || device >= kMaxDevices) return Int(key, -1);
+  if (g_live) return Int(key, LiveRankOf(device));
+  if (nranks_ == 2) return Int(key, -1);
+  Key(key);
+  ranks_[nranks_++] = RankRef{len_, device};  // the number is inserted here when written out
+  GetLog(device);  // the device becomes a rank of the trace even if it records nothing itself
+  return *this;
+}
+
 // The calling thread's slot in a device's log (its host-thread index there). Caller holds
 // log->mu. Live mode keeps virtual times in lastNs: every slot starts at the job's origin.
 static ThreadSlot* SlotFor(RankLog* log, int dev, uint64_t now) {
@@ -413,12 +476,14 @@ void Line::Commit() {
   AppendU64(b, (unsigned)slot->index);
   b += ",\"cpu_us\":";
   AppendUs(b, gap);
+  for (int i = 0; i < nranks_; ++i) log->rankRefs.emplace_back(b.size() + ranks_[i].pos, ranks_[i].device);
   b.append(body_->data(), len_);
   b += "}\n";
   ++log->ops;
   if (b.size() >= kFlushBytes) {
     if (log->rank < 0 && b.size() >= kUnboundLimit) BindFallback(log);
-    if (log->rank >= 0) WriteOut(log);
+    // Lines naming a device whose rank is still unknown wait for it, up to the same limit.
+    if (log->rank >= 0 && (RankRefsKnown(log) || b.size() >= kUnboundLimit)) WriteOut(log);
   }
 }
 
@@ -494,11 +559,17 @@ void FlushTrace() {
   if (!g_on || g_live) return;
   std::lock_guard<std::mutex> rlock(r.mu);
   std::vector<std::pair<int, std::string>> mine;
+  // Every log gets its rank before any is written: lines may name other devices' ranks.
   for (auto& l : r.logs) {
     RankLog* log = l.load();
     if (!log) continue;
     std::lock_guard<std::mutex> lock(log->mu);
     BindFallback(log);
+  }
+  for (auto& l : r.logs) {
+    RankLog* log = l.load();
+    if (!log) continue;
+    std::lock_guard<std::mutex> lock(log->mu);
     WriteOut(log);
     if (!log->excluded) mine.emplace_back(log->rank, FileName(log));
   }

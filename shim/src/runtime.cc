@@ -2,6 +2,7 @@
 // launches.
 #include <cxxabi.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,13 @@ thread_local cudaError_t t_lastError = cudaSuccess;
 struct Kernel {
   std::string mangled;
   std::string json;  // ,"name":"<demangled>","mangled":"<mangled>" ready to append
+  // Attributes set with cudaFuncSetAttribute (CUDA's defaults until then); atomics because
+  // launches read the dynamic shared memory limit without a lock.
+  std::atomic<int> maxDynamicSmem{48 << 10};
+  std::atomic<int> carveout{-1};
+  std::atomic<int> clusterWidth{0}, clusterHeight{0}, clusterDepth{0};
+  std::atomic<int> nonPortableCluster{0};
+  std::atomic<int> clusterPolicy{0};
 };
 
 // A __device__ / __constant__ variable: host shadow address -> emulated storage.
@@ -70,7 +78,8 @@ cudaError_t Launch(const Kernel* k, dim3 grid, dim3 block, size_t smem, cudaStre
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || threads == 0 || threads > 1024 ||
       block.z > 64)
     return Ret(cudaErrorInvalidConfiguration);
-  if (smem > (size_t)Gpu().smemOptinBytes) return Ret(cudaErrorInvalidValue);
+  // Above 48 KiB of dynamic shared memory a kernel must have opted in (cudaFuncSetAttribute).
+  if (smem > (size_t)k->maxDynamicSmem.load(std::memory_order_relaxed)) return Ret(cudaErrorInvalidValue);
   StreamRef s;
   if (!ResolveStream(stream, &s, ptsz)) return Ret(cudaErrorInvalidResourceHandle);
   if (Recording())
@@ -134,15 +143,68 @@ void FillProperties(cudaDeviceProp* p, int device) {
   p->accessPolicyMaxWindowSize = 134213632;
   p->reservedSharedMemPerBlock = 1024;
   p->hostRegisterSupported = 1;
-  p->memoryPoolsSupported = 1;
+  p->memoryPoolsSupported = 0;  // the cudaMemPool* API is not emulated (cudaErrorNotSupported)
   p->gpuDirectRDMASupported = 1;
   p->clusterLaunch = g.ccMajor >= 9;
-  p->ipcEventSupported = 1;
+  p->ipcEventSupported = 0;  // nor is IPC (cudaIpc*)
   p->deviceNumaId = -1;
   p->hostNumaId = -1;
 }
 
+// ---- per-device limits and flags ----
+
+constexpr int kLimits = cudaLimitPersistingL2CacheSize + 1;
+
+struct DeviceSettings {
+  std::mutex mu;
+  bool limitsSet[kMaxDevices] = {};
+  size_t limits[kMaxDevices][kLimits];
+  std::atomic<unsigned> flags[kMaxDevices] = {};
+};
+
+DeviceSettings& Settings() {
+  static DeviceSettings* d = new DeviceSettings;
+  return *d;
+}
+
+size_t PersistingL2Max() { return (size_t)Gpu().l2Bytes / 4 * 3; }
+
+// cudaLimitDevRuntimeSyncDepth exists only below compute capability 9.0 (CUDA removed
+// device-side cudaDeviceSynchronize there).
+bool LimitExists(int limit) {
+  if (limit < 0 || limit >= kLimits) return false;
+  return limit != cudaLimitDevRuntimeSyncDepth || Gpu().ccMajor < 9;
+}
+
+// The device's limits, set to CUDA's defaults on first use. Caller holds Settings().mu.
+size_t* LimitsLocked(int device) {
+  DeviceSettings& d = Settings();
+  if (!d.limitsSet[device]) {
+    size_t* l = d.limits[device];
+    l[cudaLimitStackSize] = 1024;
+    l[cudaLimitPrintfFifoSize] = 1 << 20;
+    l[cudaLimitMallocHeapSize] = 8 << 20;
+    l[cudaLimitDevRuntimeSyncDepth] = 2;
+    l[cudaLimitDevRuntimePendingLaunchCount] = 2048;
+    l[cudaLimitMaxL2FetchGranularity] = 64;
+    l[cudaLimitPersistingL2CacheSize] = 0;
+    d.limitsSet[device] = true;
+  }
+  return d.limits[device];
+}
+
 }  // namespace
+
+bool SyncMemops(int device) {
+  return device >= 0 && device < kMaxDevices &&
+         (Settings().flags[device].load(std::memory_order_relaxed) & cudaDeviceSyncMemops);
+}
+
+void ResetDeviceLimits(int device) {
+  if (device < 0 || device >= kMaxDevices) return;
+  std::lock_guard<std::mutex> lock(Settings().mu);
+  Settings().limitsSet[device] = false;
+}
 
 cudaError_t Ret(cudaError_t e) {
   if (e != cudaSuccess) t_lastError = e;
@@ -236,10 +298,10 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     case cudaDevAttrMaxAccessPolicyWindowSize: v = p.accessPolicyMaxWindowSize; break;
     case cudaDevAttrReservedSharedMemoryPerBlock: v = (int)p.reservedSharedMemPerBlock; break;
     case cudaDevAttrHostRegisterSupported: v = 1; break;
-    case cudaDevAttrMemoryPoolsSupported: v = 1; break;
+    case cudaDevAttrMemoryPoolsSupported: v = p.memoryPoolsSupported; break;
     case cudaDevAttrGPUDirectRDMASupported: v = 1; break;
     case cudaDevAttrClusterLaunch: v = p.clusterLaunch; break;
-    case cudaDevAttrIpcEventSupport: v = 1; break;
+    case cudaDevAttrIpcEventSupport: v = p.ipcEventSupported; break;
     case cudaDevAttrNumaId: v = -1; break;
     case cudaDevAttrHostNumaId: v = -1; break;
     default: v = 0; break;  // capabilities the emulated GPU does not advertise
@@ -290,11 +352,22 @@ cudaError_t cudaSetValidDevices(int* deviceArr, int len) {
 
 cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }  // deprecated no-op in CUDA too
 
-cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
+cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  // One scheduling policy (the three low bits: auto, spin, yield or blocking sync) plus
+  // cudaDeviceMapHost, cudaDeviceLmemResizeToMax, cudaDeviceSyncMemops.
+  unsigned sched = flags & cudaDeviceScheduleMask;
+  if ((flags & ~(unsigned)cudaDeviceMask) ||
+      (sched != cudaDeviceScheduleAuto && sched != cudaDeviceScheduleSpin && sched != cudaDeviceScheduleYield &&
+       sched != cudaDeviceScheduleBlockingSync))
+    return Ret(cudaErrorInvalidValue);
+  Settings().flags[CurrentDevice()].store(flags, std::memory_order_relaxed);
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
   if (!flags) return Ret(cudaErrorInvalidValue);
-  *flags = cudaDeviceMapHost;
+  // cudaDeviceMapHost is implicit in the runtime, so it is always reported.
+  *flags = Settings().flags[CurrentDevice()].load(std::memory_order_relaxed) | cudaDeviceMapHost;
   return cudaSuccess;
 }
 
@@ -328,22 +401,32 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t) {
-  return limit <= cudaLimitPersistingL2CacheSize ? cudaSuccess : Ret(cudaErrorUnsupportedLimit);
+// Limits belong to the current device's context: each device keeps its own.
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  if (!LimitExists(limit)) return Ret(cudaErrorUnsupportedLimit);
+  switch (limit) {
+    case cudaLimitDevRuntimeSyncDepth:
+      if (value > 24) return Ret(cudaErrorInvalidValue);  // the maximum launch depth
+      break;
+    case cudaLimitMaxL2FetchGranularity:
+      // 0 to 128 bytes, a power of two.
+      if (value > 128 || (value & (value - 1)) != 0) return Ret(cudaErrorInvalidValue);
+      break;
+    case cudaLimitPersistingL2CacheSize:
+      if (value > PersistingL2Max()) value = PersistingL2Max();  // a hint, clamped to the set-aside maximum
+      break;
+    default: break;
+  }
+  std::lock_guard<std::mutex> lock(Settings().mu);
+  LimitsLocked(CurrentDevice())[limit] = value;
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
   if (!pValue) return Ret(cudaErrorInvalidValue);
-  switch (limit) {
-    case cudaLimitStackSize: *pValue = 1024; break;
-    case cudaLimitPrintfFifoSize: *pValue = 1 << 20; break;
-    case cudaLimitMallocHeapSize: *pValue = 8 << 20; break;
-    case cudaLimitDevRuntimeSyncDepth: *pValue = 2; break;
-    case cudaLimitDevRuntimePendingLaunchCount: *pValue = 2048; break;
-    case cudaLimitMaxL2FetchGranularity: *pValue = 64; break;
-    case cudaLimitPersistingL2CacheSize: *pValue = 0; break;
-    default: return Ret(cudaErrorUnsupportedLimit);
-  }
+  if (!LimitExists(limit)) return Ret(cudaErrorUnsupportedLimit);
+  std::lock_guard<std::mutex> lock(Settings().mu);
+  *pValue = LimitsLocked(CurrentDevice())[limit];
   return cudaSuccess;
 }
 
@@ -533,23 +616,64 @@ cudaError_t cudaFuncGetName(const char** name, const void* func) {
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   if (!attr) return Ret(cudaErrorInvalidValue);
-  if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
+  const Kernel* k = FindKernel(func);
+  if (!k) return Ret(cudaErrorInvalidDeviceFunction);
   memset(attr, 0, sizeof *attr);
-  // Plausible values for a compiled kernel; the shim has no access to the real cubin metadata.
+  // What the shim knows: the attributes set through cudaFuncSetAttribute and the GPU the code
+  // is built for (the preset's compute capability). What only the cubin knows (registers,
+  // static shared/constant/local memory, a register-limited maxThreadsPerBlock,
+  // compile-time cluster dimensions) is not read: those fields are 0, maxThreadsPerBlock is
+  // the device's limit, and nothing is launched differently because of them (doc/shim.md).
   attr->maxThreadsPerBlock = 1024;
-  attr->numRegs = 32;
   attr->ptxVersion = Gpu().ccMajor * 10 + Gpu().ccMinor;
   attr->binaryVersion = attr->ptxVersion;
-  attr->maxDynamicSharedSizeBytes = 48 << 10;
-  attr->preferredShmemCarveout = -1;
+  attr->maxDynamicSharedSizeBytes = k->maxDynamicSmem.load();
+  attr->preferredShmemCarveout = k->carveout.load();
+  attr->requiredClusterWidth = k->clusterWidth.load();
+  attr->requiredClusterHeight = k->clusterHeight.load();
+  attr->requiredClusterDepth = k->clusterDepth.load();
+  attr->nonPortableClusterSizeAllowed = k->nonPortableCluster.load();
+  attr->clusterSchedulingPolicyPreference = k->clusterPolicy.load();
   return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
-  if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > Gpu().smemOptinBytes))
-    return Ret(cudaErrorInvalidValue);
-  return cudaSuccess;
+  Kernel* k = FindKernel(func);
+  if (!k) return Ret(cudaErrorInvalidDeviceFunction);
+  switch (attr) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+      // The static shared memory is unknown (0), so the whole opt-in maximum is available.
+      if (value < 0 || value > Gpu().smemOptinBytes) return Ret(cudaErrorInvalidValue);
+      k->maxDynamicSmem.store(value);
+      return cudaSuccess;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+      if (value < -1 || value > 100) return Ret(cudaErrorInvalidValue);  // -1 = no preference, else a percentage
+      k->carveout.store(value);
+      return cudaSuccess;
+    case cudaFuncAttributeRequiredClusterWidth:
+    case cudaFuncAttributeRequiredClusterHeight:
+    case cudaFuncAttributeRequiredClusterDepth:
+      if (Gpu().ccMajor < 9) return Ret(cudaErrorNotSupported);  // thread block clusters need sm_90
+      if (value < 0) return Ret(cudaErrorInvalidValue);
+      (attr == cudaFuncAttributeRequiredClusterWidth    ? k->clusterWidth
+       : attr == cudaFuncAttributeRequiredClusterHeight ? k->clusterHeight
+                                                        : k->clusterDepth)
+          .store(value);
+      return cudaSuccess;
+    case cudaFuncAttributeNonPortableClusterSizeAllowed:
+      if (Gpu().ccMajor < 9) return Ret(cudaErrorNotSupported);
+      if (value != 0 && value != 1) return Ret(cudaErrorInvalidValue);
+      k->nonPortableCluster.store(value);
+      return cudaSuccess;
+    case cudaFuncAttributeClusterSchedulingPolicyPreference:
+      if (Gpu().ccMajor < 9) return Ret(cudaErrorNotSupported);
+      if (value < 0 || value > 2) return Ret(cudaErrorInvalidValue);  // default, spread, load balancing
+      k->clusterPolicy.store(value);
+      return cudaSuccess;
+    default:
+      // cudaFuncAttributeClusterDimMustBeSet is read-only; anything else is not an attribute.
+      return Ret(cudaErrorInvalidValue);
+  }
 }
 
 cudaError_t cudaFuncSetSharedMemConfig(const void* func, cudaSharedMemConfig) {
@@ -598,38 +722,54 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const 
 
 // ---- symbols ----
 
-cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind) {
+// The variable's storage at `offset` for a copy of `count` bytes, or an error.
+static cudaError_t SymbolAt(const void* symbol, size_t count, size_t offset, char** at) {
   Registry& r = Reg();
   std::shared_lock<std::shared_mutex> lock(r.mu);
   auto it = r.vars.find(symbol);
   if (it == r.vars.end()) return Ret(cudaErrorInvalidSymbol);
-  if (offset + count > it->second.size) return Ret(cudaErrorInvalidValue);
-  memcpy((char*)it->second.storage + offset, src, count);
+  if (offset > it->second.size || count > it->second.size - offset) return Ret(cudaErrorInvalidValue);
+  *at = (char*)it->second.storage + offset;  // storage is never freed
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind) {
-  Registry& r = Reg();
-  std::shared_lock<std::shared_mutex> lock(r.mu);
-  auto it = r.vars.find(symbol);
-  if (it == r.vars.end()) return Ret(cudaErrorInvalidSymbol);
-  if (offset + count > it->second.size) return Ret(cudaErrorInvalidValue);
-  memcpy(dst, (const char*)it->second.storage + offset, count);
-  return cudaSuccess;
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, (void*)src, count, true, kind, nullptr, false, false);
+}
+
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, dst, count, false, kind, nullptr, false, false);
 }
 
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
                                     cudaMemcpyKind kind, cudaStream_t stream) {
-  StreamRef s;
-  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
-  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, (void*)src, count, true, kind, stream, true, false);
 }
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
                                       cudaStream_t stream) {
-  StreamRef s;
-  if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
-  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, dst, count, false, kind, stream, true, false);
+}
+
+cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                    cudaMemcpyKind kind) {
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, (void*)src, count, true, kind, nullptr, false, true);
+}
+
+cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
+  char* at = nullptr;
+  cudaError_t e = SymbolAt(symbol, count, offset, &at);
+  return e ? e : SymbolCopy(at, dst, count, false, kind, nullptr, false, true);
 }
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {

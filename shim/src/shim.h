@@ -102,6 +102,11 @@ class GPUSIM_EXPORT Line {
   Line& Dim(const char* key, unsigned x, unsigned y, unsigned z);
   // Appends an already formatted fragment (it must start with ',').
   Line& Raw(const char* fragment, size_t len);
+  // The trace rank of `device` (a GPU of this process, e.g. the other end of a peer copy).
+  // Live mode: process * GPUSIM_DEVICES + device. Recording: filled in when the line is
+  // written out, once that device's rank is known (-1 if it never gets one of its own).
+  // At most two per line.
+  Line& Rank(const char* key, int device);
   void Commit();
   // Live mode: commits the line as a call that waits for the simulator's answer and waits for
   // it (the thread's virtual clock and this device's issue time move to the answer's time).
@@ -122,6 +127,12 @@ class GPUSIM_EXPORT Line {
   const char* op_;
   std::string* body_;  // thread-local scratch, used as a growable char buffer
   size_t len_;
+  struct RankRef {
+    size_t pos;  // where in body_ the number goes
+    int device;
+  };
+  RankRef ranks_[2];
+  int nranks_;
 };
 
 // Tells the recorder which trace rank the ops of `device` belong to (first call wins) and the

@@ -420,6 +420,7 @@ cudaError_t cudaDeviceReset(void) {
   int dev = CurrentDevice();
   ResetDeviceHandles(dev);
   ReleaseDeviceMemory(dev);
+  ResetDeviceLimits(dev);
   FlushTrace();
   return cudaSuccess;
 }

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "cublasLt.h"
+#include "cublas_v2.h"
 #include "cuda_runtime.h"
+#include "nccl.h"
 #include "trace-reader.h"
 
 using namespace shimtest;
@@ -129,6 +133,161 @@ TEST(Recorder, ConcurrentThreadsLoseNothing) {
     ts.insert(o.Int("t"));
   }
   EXPECT_EQ(ts.size(), (size_t)kThreads);
+}
+
+}  // namespace
+
+namespace {
+
+char g_symbol[256];  // the host shadow of a __device__ variable
+
+// Copies as CUDA's "API synchronization behavior" describes them: a synchronous copy between
+// two device buffers does not block the host, an asynchronous host-to-host one does, copies
+// with pageable memory do (2-D and symbol copies included); cudaMemcpyDefault is resolved from
+// the pointers; a copy between two GPUs is p2p and names both ranks.
+TEST(Recorder, CopiesFollowCudaSynchronizationRules) {
+  const char* dir = getenv("GPUSIM_RECORD_DIR");
+  if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
+  static const unsigned long long fatbin[2] = {0, 0};
+  void** h = __cudaRegisterFatBinary((void*)fatbin);
+  __cudaRegisterVar(h, g_symbol, (char*)"g_symbol", "g_symbol", 0, sizeof g_symbol, 0, 0);
+  __cudaRegisterFatBinaryEnd(h);
+  void *peer, *a, *b;
+  ASSERT_EQ(cudaSetDevice(3), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&peer, 4096), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&a, 4096), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 4096), cudaSuccess);
+  char* pinned;
+  ASSERT_EQ(cudaMallocHost((void**)&pinned, 4096), cudaSuccess);
+  static char pageable[4096];
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+
+  ASSERT_EQ(cudaMemcpy(b, a, 4096, cudaMemcpyDeviceToDevice), cudaSuccess);                     // 0
+  ASSERT_EQ(cudaMemcpyAsync(pageable, pinned, 64, cudaMemcpyHostToHost, s), cudaSuccess);       // 1
+  ASSERT_EQ(cudaMemcpy(a, pinned, 64, cudaMemcpyHostToDevice), cudaSuccess);                    // 2
+  ASSERT_EQ(cudaMemcpy2DAsync(pageable, 64, a, 64, 32, 4, cudaMemcpyDefault, s), cudaSuccess);  // 3
+  ASSERT_EQ(cudaMemcpy2DAsync(a, 64, pinned, 64, 32, 4, cudaMemcpyDefault, s), cudaSuccess);    // 4
+  ASSERT_EQ(cudaMemcpy2D(peer, 64, a, 64, 64, 4, cudaMemcpyDefault), cudaSuccess);              // 5
+  ASSERT_EQ(cudaMemcpyPeerAsync(peer, 3, a, 2, 4096, s), cudaSuccess);                          // 6
+  ASSERT_EQ(cudaMemcpyPeer(b, 2, peer, 3, 128), cudaSuccess);                                   // 7
+  EXPECT_EQ(cudaMemcpyPeer(b, 3, peer, 3, 128), cudaErrorInvalidValue) << "b is on device 2";
+  // cudaDeviceSyncMemops: "synchronous memory operations ... will always synchronize".
+  ASSERT_EQ(cudaSetDeviceFlags(cudaDeviceSyncMemops), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(b, a, 4096, cudaMemcpyDeviceToDevice), cudaSuccess);  // 8
+  ASSERT_EQ(cudaSetDeviceFlags(0), cudaSuccess);
+  // Symbol copies, on the legacy stream or the given one.
+  for (int i = 0; i < 64; ++i) pageable[i] = (char)(i + 1);
+  ASSERT_EQ(cudaMemcpyToSymbol(g_symbol, pageable, 64, 0, cudaMemcpyHostToDevice), cudaSuccess);                 // 9
+  ASSERT_EQ(cudaMemcpyToSymbolAsync(g_symbol, pinned, 64, 64, cudaMemcpyHostToDevice, s), cudaSuccess);          // 10
+  ASSERT_EQ(cudaMemcpyFromSymbolAsync(pageable + 64, g_symbol, 64, 0, cudaMemcpyDeviceToHost, s), cudaSuccess);  // 11
+  ASSERT_EQ(cudaMemcpyFromSymbol(b, g_symbol, 64, 0, cudaMemcpyDeviceToDevice), cudaSuccess);                    // 12
+  EXPECT_EQ(memcmp(pageable, pageable + 64, 64), 0) << "the variable kept the bytes";
+  EXPECT_EQ(cudaMemcpyToSymbol(g_symbol, pinned, 64, 0, cudaMemcpyDeviceToHost), cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpyFromSymbol(pinned, g_symbol, 64, 0, cudaMemcpyHostToDevice), cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpyToSymbol(g_symbol, pinned, 64, 250, cudaMemcpyHostToDevice), cudaErrorInvalidValue)
+      << "past the variable's end";
+  // Device 3 learns its rank only now, after the copies naming it were recorded.
+  ASSERT_EQ(cudaSetDevice(3), cudaSuccess);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm;
+  ASSERT_EQ(ncclCommInitRank(&comm, 8, id, 7), ncclSuccess);
+  ASSERT_EQ(cudaSetDevice(2), cudaSuccess);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // flushes every device's log
+
+  auto ops = ReadRank(std::string(dir) + "/rank-2.jsonl");
+  long long stream = -1;  // s, as the trace numbers it
+  for (const Op& o : ops)
+    if (o.op() == "stream_create" && o.Int("stream") > 0) stream = o.Int("stream");
+  auto c = Select(ops, "memcpy");
+  ASSERT_EQ(c.size(), 13u);
+  auto expect = [&](size_t i, const char* kind, bool async, bool pageableEnd, long long onStream) {
+    SCOPED_TRACE("copy " + std::to_string(i) + ": " + c[i].line);
+    EXPECT_EQ(c[i].Get("kind"), kind);
+    EXPECT_EQ(c[i].Get("async"), async ? "true" : "false");
+    EXPECT_EQ(c[i].Has("pageable"), pageableEnd);
+    EXPECT_EQ(c[i].Int("stream"), onStream);
+  };
+  expect(0, "d2d", true, false, 0);  // "no host-side synchronization is performed"
+  expect(1, "h2h", false, false, stream);
+  expect(2, "h2d", false, false, 0);
+  expect(3, "d2h", false, true, stream);
+  expect(4, "h2d", true, false, stream);
+  EXPECT_EQ(c[3].Int("bytes"), 128);
+  expect(5, "p2p", true, false, 0);
+  expect(6, "p2p", true, false, stream);
+  expect(7, "p2p", true, false, 0);
+  expect(8, "d2d", false, false, 0);
+  expect(9, "h2d", false, true, 0);
+  expect(10, "h2d", true, false, stream);
+  expect(11, "d2h", false, true, stream);
+  expect(12, "d2d", true, false, 0);
+  // Peer copies name both GPUs by trace rank: device 3 is rank 7 (its communicator's).
+  EXPECT_EQ(c[5].Int("src_rank"), 2);
+  EXPECT_EQ(c[5].Int("dst_rank"), 7);
+  EXPECT_EQ(c[6].Int("src_rank"), 2);
+  EXPECT_EQ(c[6].Int("dst_rank"), 7);
+  EXPECT_EQ(c[7].Int("src_rank"), 7);
+  EXPECT_EQ(c[7].Int("dst_rank"), 2);
+  EXPECT_FALSE(c[0].Has("src_rank"));
+  EXPECT_EQ(Select(ReadRank(std::string(dir) + "/rank-7.jsonl"), "comm_init").size(), 1u);
+  ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// cuBLAS/cuBLASLt GEMMs on FP32 data record the math they run in: TF32 with
+// CUBLAS_TF32_TENSOR_OP_MATH or CUBLAS_COMPUTE_32F_FAST_TF32, FP32 otherwise.
+TEST(Recorder, Fp32GemmsRecordTheirMath) {
+  const char* dir = getenv("GPUSIM_RECORD_DIR");
+  if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
+  ASSERT_EQ(cudaSetDevice(4), cudaSuccess);
+  cublasHandle_t h;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  float one = 1, zero = 0;
+  auto sgemm = [&] {
+    return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, nullptr, 64, nullptr, 64, &zero, nullptr, 64);
+  };
+  auto gemmEx = [&](cublasComputeType_t compute) {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, nullptr, CUDA_R_32F, 64, nullptr, CUDA_R_32F, 64,
+                        &zero, nullptr, CUDA_R_32F, 64, compute, CUBLAS_GEMM_DEFAULT);
+  };
+  ASSERT_EQ(sgemm(), CUBLAS_STATUS_SUCCESS);                               // f32: default math
+  ASSERT_EQ(gemmEx(CUBLAS_COMPUTE_32F_FAST_TF32), CUBLAS_STATUS_SUCCESS);  // tf32
+  ASSERT_EQ(gemmEx(CUBLAS_COMPUTE_32F_FAST_16BF), CUBLAS_STATUS_SUCCESS);  // bf16
+  ASSERT_EQ(cublasSetMathMode(
+                h, (cublasMath_t)(CUBLAS_TF32_TENSOR_OP_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(sgemm(), CUBLAS_STATUS_SUCCESS);                              // tf32
+  ASSERT_EQ(gemmEx(CUBLAS_COMPUTE_32F), CUBLAS_STATUS_SUCCESS);           // tf32
+  ASSERT_EQ(gemmEx(CUBLAS_COMPUTE_32F_PEDANTIC), CUBLAS_STATUS_SUCCESS);  // f32
+  ASSERT_EQ(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(sgemm(), CUBLAS_STATUS_SUCCESS);  // f32
+  cublasDestroy(h);
+
+  cublasLtHandle_t lt;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t l;
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 64, 64, 64), CUBLAS_STATUS_SUCCESS);
+  for (cublasComputeType_t compute : {CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_COMPUTE_32F}) {  // tf32, f32
+    cublasLtMatmulDesc_t d;
+    ASSERT_EQ(cublasLtMatmulDescCreate(&d, compute, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cublasLtMatmul(lt, d, &one, nullptr, l, nullptr, l, &zero, nullptr, l, nullptr, l, nullptr, nullptr, 0, 0),
+        CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulDescDestroy(d);
+  }
+  cublasLtMatrixLayoutDestroy(l);
+  cublasLtDestroy(lt);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+
+  auto k = Select(ReadRank(std::string(dir) + "/rank-4.jsonl"), "kernel");
+  const char* want[] = {"f32", "tf32", "bf16", "tf32", "tf32", "f32", "f32", "tf32", "f32"};
+  ASSERT_EQ(k.size(), sizeof want / sizeof *want);
+  for (size_t i = 0; i < k.size(); ++i) {
+    EXPECT_EQ(k[i].Get("dtype"), want[i]) << k[i].line;
+    EXPECT_EQ(k[i].Int("mem_bytes"), 3 * 64 * 64 * 4) << "FP32 storage whatever the math";
+  }
 }
 
 }  // namespace

@@ -67,6 +67,134 @@ TEST(Device, Versions) {
   EXPECT_EQ(v, NCCL_VERSION_CODE);
 }
 
+// CUDA: "cudaDeviceSetLimit ... The application can use cudaDeviceGetLimit() to find out exactly
+// what the limit has been set to"; limits belong to the device's (primary) context.
+TEST(Device, LimitsAreStoredPerDevice) {
+  size_t v = 0;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(v, 1024u) << "default stack size";
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitStackSize, 4096), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64u << 20), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 4u << 20), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(v, 4096u);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitMallocHeapSize), cudaSuccess);
+  EXPECT_EQ(v, 64u << 20);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitPrintfFifoSize), cudaSuccess);
+  EXPECT_EQ(v, 4u << 20);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(v, 1024u) << "device 1 has its own limits";
+
+  // "cudaLimitMaxL2FetchGranularity ... Values can range from 0B to 128B", a power of two.
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 32), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 48), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 256), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitMaxL2FetchGranularity), cudaSuccess);
+  EXPECT_EQ(v, 32u) << "a rejected value changes nothing";
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 0), cudaSuccess);
+
+  // The persisting L2 size is a hint "clamped depending on the platform": to the set-aside maximum.
+  cudaDeviceProp p;
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 1u << 20), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitPersistingL2CacheSize), cudaSuccess);
+  EXPECT_EQ(v, 1u << 20);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, (size_t)1 << 40), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitPersistingL2CacheSize), cudaSuccess);
+  EXPECT_EQ(v, (size_t)p.persistingL2CacheMaxSize);
+
+  // cudaLimitDevRuntimeSyncDepth: "only applicable to devices of compute capability < 9.0 ...
+  // on devices of other compute capability ... cudaErrorUnsupportedLimit"; at most 24 levels.
+  if (p.major >= 9) {
+    EXPECT_EQ(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4), cudaErrorUnsupportedLimit);
+    EXPECT_EQ(cudaDeviceGetLimit(&v, cudaLimitDevRuntimeSyncDepth), cudaErrorUnsupportedLimit);
+  } else {
+    ASSERT_EQ(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitDevRuntimeSyncDepth), cudaSuccess);
+    EXPECT_EQ(v, 4u);
+    EXPECT_EQ(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 25), cudaErrorInvalidValue);
+  }
+  EXPECT_EQ(cudaDeviceSetLimit((cudaLimit)7, 1), cudaErrorUnsupportedLimit);
+  EXPECT_EQ(cudaDeviceGetLimit(&v, (cudaLimit)7), cudaErrorUnsupportedLimit);
+
+  // cudaDeviceReset destroys the context: its limits are the defaults again.
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitStackSize, 8192), cudaSuccess);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(v, 1024u);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(v, 4096u) << "device 0 was not reset";
+  cudaDeviceSetLimit(cudaLimitStackSize, 1024);
+  cudaGetLastError();
+}
+
+// cudaSetDeviceFlags "records flags as the flags for the current device"; cudaGetDeviceFlags
+// returns them, with cudaDeviceMapHost "implicit in runtime API flags".
+TEST(Device, FlagsAreStoredPerDevice) {
+  unsigned f = 0;
+  ASSERT_EQ(cudaSetDevice(2), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceFlags(&f), cudaSuccess);
+  EXPECT_EQ(f, (unsigned)cudaDeviceMapHost) << "default: cudaDeviceScheduleAuto";
+  ASSERT_EQ(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceLmemResizeToMax), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceFlags(&f), cudaSuccess);
+  EXPECT_EQ(f, (unsigned)(cudaDeviceScheduleBlockingSync | cudaDeviceLmemResizeToMax | cudaDeviceMapHost));
+  // One scheduling policy at a time, and only the documented bits.
+  EXPECT_EQ(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceScheduleYield), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaSetDeviceFlags(0x100), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaGetDeviceFlags(&f), cudaSuccess);
+  EXPECT_EQ(f & cudaDeviceScheduleMask, (unsigned)cudaDeviceScheduleBlockingSync) << "rejected flags change nothing";
+  ASSERT_EQ(cudaSetDeviceFlags(cudaDeviceMapHost | cudaDeviceScheduleYield), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceFlags(&f), cudaSuccess);
+  EXPECT_EQ(f, (unsigned)(cudaDeviceScheduleYield | cudaDeviceMapHost));
+  ASSERT_EQ(cudaSetDevice(3), cudaSuccess);
+  ASSERT_EQ(cudaGetDeviceFlags(&f), cudaSuccess);
+  EXPECT_EQ(f, (unsigned)cudaDeviceMapHost) << "device 3 keeps its own flags";
+  EXPECT_EQ(cudaGetDeviceFlags(nullptr), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaSetDevice(2), cudaSuccess);
+  ASSERT_EQ(cudaSetDeviceFlags(0), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaGetLastError();
+}
+
+// Exported by the shim only as not-supported stubs.
+extern "C" cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
+extern "C" cudaError_t cudaIpcGetEventHandle(void* handle, cudaEvent_t event);
+
+// A capability the device reports is one the shim emulates: memory pools and IPC are not.
+TEST(Device, AttributesAdvertiseOnlyWhatWorks) {
+  int v = -1;
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrIpcEventSupport, 0), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  cudaDeviceProp p;
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  EXPECT_EQ(p.memoryPoolsSupported, 0);
+  EXPECT_EQ(p.ipcEventSupported, 0);
+  cudaMemPool_t pool;
+  EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaErrorNotSupported);
+  cudaEvent_t e;
+  ASSERT_EQ(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), cudaSuccess);
+  char handle[64];
+  EXPECT_EQ(cudaIpcGetEventHandle(handle, e), cudaErrorNotSupported);
+  cudaEventDestroy(e);
+  // What is advertised works.
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, 0), cudaSuccess);
+  EXPECT_EQ(v, 1);
+  void* m = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&m, 64), cudaSuccess);
+  ASSERT_EQ(cudaFree(m), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrHostRegisterSupported, 0), cudaSuccess);
+  EXPECT_EQ(v, 1);
+  static char buf[4096];
+  ASSERT_EQ(cudaHostRegister(buf, sizeof buf, 0), cudaSuccess);
+  ASSERT_EQ(cudaHostUnregister(buf), cudaSuccess);
+  cudaGetLastError();
+}
+
 TEST(Errors, LastErrorIsStickyUntilRead) {
   cudaGetLastError();
   EXPECT_EQ(cudaSetDevice(1000), cudaErrorInvalidDevice);
@@ -243,6 +371,55 @@ TEST(Launch, UnregisteredFunctionAndBadConfiguration) {
   EXPECT_EQ(__cudaPopCallConfiguration(&g, &b, &smem, &s), cudaErrorMissingConfiguration);
   cudaFuncAttributes fa;
   EXPECT_EQ(cudaFuncGetAttributes(&fa, (const void*)unregistered_kernel), cudaSuccess);
+  __cudaUnregisterFatBinary(h);
+  cudaGetLastError();
+}
+
+static void smem_kernel() {}
+
+// cudaFuncGetAttributes reports what cudaFuncSetAttribute set; CUDA refuses launches with more
+// than 48 KiB of dynamic shared memory unless the kernel opted in.
+TEST(Launch, FunctionAttributesAreTheOnesSet) {
+  static const unsigned long long fatbin[2] = {0, 0};
+  void** h = __cudaRegisterFatBinary((void*)fatbin);
+  __cudaRegisterFunction(h, (const char*)smem_kernel, (char*)"_Z11smem_kernelv", "_Z11smem_kernelv", -1, nullptr,
+                         nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFatBinaryEnd(h);
+  const void* k = (const void*)smem_kernel;
+  cudaDeviceProp p;
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  cudaFuncAttributes a;
+  ASSERT_EQ(cudaFuncGetAttributes(&a, k), cudaSuccess);
+  EXPECT_EQ(a.maxDynamicSharedSizeBytes, 48 << 10);
+  EXPECT_EQ(a.preferredShmemCarveout, -1);
+  EXPECT_EQ(a.ptxVersion, p.major * 10 + p.minor) << "built for the emulated GPU";
+  EXPECT_EQ(a.binaryVersion, a.ptxVersion);
+  EXPECT_EQ(a.numRegs, 0) << "unknown without the cubin, not made up";
+  EXPECT_EQ(a.maxThreadsPerBlock, p.maxThreadsPerBlock);
+
+  EXPECT_EQ(cudaLaunchKernel(k, dim3(1), dim3(32), nullptr, 64 << 10, 0), cudaErrorInvalidValue)
+      << "64 KiB without opting in";
+  ASSERT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 << 10), cudaSuccess);
+  ASSERT_EQ(cudaFuncGetAttributes(&a, k), cudaSuccess);
+  EXPECT_EQ(a.maxDynamicSharedSizeBytes, 100 << 10);
+  EXPECT_EQ(cudaLaunchKernel(k, dim3(1), dim3(32), nullptr, 64 << 10, 0), cudaSuccess);
+  EXPECT_EQ(cudaLaunchKernel(k, dim3(1), dim3(32), nullptr, (100 << 10) + 1, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.sharedMemPerBlockOptin + 1),
+            cudaErrorInvalidValue);
+
+  ASSERT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 50), cudaSuccess);
+  EXPECT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, 101), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeClusterDimMustBeSet, 1), cudaErrorInvalidValue) << "read-only";
+  if (p.major >= 9) {
+    ASSERT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), cudaSuccess);
+    ASSERT_EQ(cudaFuncSetAttribute(k, cudaFuncAttributeRequiredClusterWidth, 2), cudaSuccess);
+  }
+  ASSERT_EQ(cudaFuncGetAttributes(&a, k), cudaSuccess);
+  EXPECT_EQ(a.preferredShmemCarveout, 50);
+  EXPECT_EQ(a.nonPortableClusterSizeAllowed, p.major >= 9 ? 1 : 0);
+  EXPECT_EQ(a.requiredClusterWidth, p.major >= 9 ? 2 : 0);
+  EXPECT_EQ(cudaFuncSetAttribute((const void*)&p, cudaFuncAttributeMaxDynamicSharedMemorySize, 0),
+            cudaErrorInvalidDeviceFunction);
   __cudaUnregisterFatBinary(h);
   cudaGetLastError();
 }

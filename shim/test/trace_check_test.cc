@@ -158,7 +158,9 @@ TEST_F(TraceCheck, GemmShapes) {
         EXPECT_EQ(k.Gemm("batch"), 8);
       } else if (name == "cublasSgemm") {
         EXPECT_EQ(k.Gemm("m"), 1024);
-        EXPECT_EQ(k.Get("dtype"), "f32");
+        // train.cc puts its handle in CUBLAS_TF32_TENSOR_OP_MATH: FP32 data, TF32 tensor cores.
+        EXPECT_EQ(k.Get("dtype"), "tf32");
+        EXPECT_EQ(k.Int("mem_bytes"), (1024LL * 512 + 512LL * 4096 + 1024LL * 4096) * 4) << "FP32 storage";
       } else {
         EXPECT_EQ(name, "cublasHgemm");
       }

@@ -140,6 +140,20 @@ JobBuilder::Memcpy(int64_t stream, gpusim::MemcpyKind kind, uint64_t bytes, bool
 }
 
 JobBuilder&
+JobBuilder::PeerCopy(int64_t stream, uint32_t srcRank, uint32_t dstRank, uint64_t bytes, bool async)
+{
+    Op op;
+    op.kind = OpKind::Memcpy;
+    op.stream = stream;
+    op.copyKind = gpusim::MemcpyKind::PeerToPeer;
+    op.srcRank = static_cast<int32_t>(srcRank);
+    op.dstRank = static_cast<int32_t>(dstRank);
+    op.bytes = bytes;
+    op.async = async;
+    return Add(op);
+}
+
+JobBuilder&
 JobBuilder::Memset(int64_t stream, uint64_t bytes)
 {
     Op op;

@@ -37,6 +37,9 @@ class JobBuilder
                      gpusim::DataType dtype = gpusim::DataType::BF16,
                      const std::string& name = "gemm");
     JobBuilder& Memcpy(int64_t stream, gpusim::MemcpyKind kind, uint64_t bytes, bool async = true);
+    /// A p2p copy of `bytes` from rank srcRank's GPU to rank dstRank's (cudaMemcpyPeerAsync).
+    JobBuilder& PeerCopy(int64_t stream, uint32_t srcRank, uint32_t dstRank, uint64_t bytes,
+                         bool async = true);
     JobBuilder& Memset(int64_t stream, uint64_t bytes);
     JobBuilder& RecordEvent(uint64_t event, int64_t stream);
     JobBuilder& WaitEvent(int64_t stream, uint64_t event);

@@ -498,6 +498,8 @@ CudaContext::DoDispose()
     m_threads.clear();
     m_streams.clear();
     m_comms.clear();
+    m_peerWorld = nullptr;
+    m_gpuOfRank = nullptr;
     m_events.clear();
     m_tokenWaiters.clear();
     m_node = nullptr;
@@ -819,6 +821,45 @@ CudaContext::LaunchCollective(const std::vector<const Op*>& ops, std::function<v
         }
         comm->Launch(op, partDone);
     }
+}
+
+void
+CudaContext::SetPeerCopyNetwork(Ptr<NcclWorld> world, RankGpuMap gpuOfRank)
+{
+    m_peerWorld = world;
+    m_gpuOfRank = std::move(gpuOfRank);
+}
+
+bool
+CudaContext::IsNetworkCopy(const Op& op) const
+{
+    return op.kind == OpKind::Memcpy && op.copyKind == gpusim::MemcpyKind::PeerToPeer &&
+           op.srcRank >= 0 && op.dstRank >= 0 && m_peerWorld && m_peerWorld->GetBackend();
+}
+
+void
+CudaContext::StartPeerCopy(const Op& op, std::function<void()> done)
+{
+    uint32_t src = 0;
+    uint32_t dst = 0;
+    if (!m_gpuOfRank(op.srcRank, src) || !m_gpuOfRank(op.dstRank, dst))
+    {
+        AddError("rank " + std::to_string(m_rank) + ": p2p copy between ranks " +
+                 std::to_string(op.srcRank) + " and " + std::to_string(op.dstRank) +
+                 ", which are not in the job; costed as a local copy");
+        Simulator::Schedule(m_costModel->GetDuration(op, m_node->GetSpec()), std::move(done));
+        return;
+    }
+    // The copy engine's setup, then the bytes cross the NVLink (or NIC) path, sharing its links
+    // with whatever else is in flight. The flow key spreads a rank's streams over ECMP paths.
+    const uint64_t flowKey =
+        (static_cast<uint64_t>(m_rank) << 32) ^ static_cast<uint64_t>(op.stream);
+    m_peerWorld->StartTransfer(MicroSecondsToTime(KernelCostModel::kCopySetupUs),
+                               src,
+                               dst,
+                               op.bytes,
+                               flowKey,
+                               std::move(done));
 }
 
 void

@@ -24,6 +24,7 @@ namespace ns3
 
 class CudaContext;
 class NcclCollective;
+class NcclWorld;
 class OpFeed;
 
 /// A marker seen by a host thread (iteration boundaries and annotations).
@@ -158,6 +159,17 @@ class CudaContext : public Object
     /// Launches one NCCL item (single op or group); done() runs when all parts finished.
     void LaunchCollective(const std::vector<const gpusim::Op*>& ops, std::function<void()> done);
 
+    // Peer-to-peer copies (memcpy kind p2p naming src_rank and dst_rank) are transfers on the
+    // network backend between the two ranks' GPUs, like a collective's steps.
+    /// Maps a rank of the job to its GPU index; false if there is no such rank.
+    using RankGpuMap = std::function<bool(uint32_t rank, uint32_t& gpu)>;
+    void SetPeerCopyNetwork(Ptr<NcclWorld> world, RankGpuMap gpuOfRank);
+    /// `op` is such a copy and a network is set: the stream runs it with StartPeerCopy.
+    bool IsNetworkCopy(const gpusim::Op& op) const;
+    /// Moves the copy's bytes from the source rank's GPU to the destination's over the backend,
+    /// after the copy engine's setup time; done() runs when the last byte arrived.
+    void StartPeerCopy(const gpusim::Op& op, std::function<void()> done);
+
     /// All streams idle now? (device synchronize)
     void WhenDeviceIdle(std::function<void()> cb);
 
@@ -191,6 +203,8 @@ class CudaContext : public Object
     std::map<uint64_t, uint64_t> m_allocations; //!< ptr -> bytes
     std::vector<std::string> m_errors;
     std::map<std::string, Ptr<NcclCollective>> m_comms;
+    Ptr<NcclWorld> m_peerWorld; //!< network of peer copies (null: they use the cost model)
+    RankGpuMap m_gpuOfRank;
     std::vector<Ptr<HostThread>> m_threads;
     std::vector<MarkerRecord> m_markers;
     CommInitHandler m_commInitHandler;

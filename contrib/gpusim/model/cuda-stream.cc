@@ -134,6 +134,12 @@ CudaStream::Pump()
             m_busy = true;
             m_headStart = Simulator::Now();
             const gpusim::Op& op = *head.ops.front();
+            if (m_context->IsNetworkCopy(op))
+            {
+                // A copy between two GPUs moves over their link on the network backend.
+                m_context->StartPeerCopy(op, [this]() { FinishHead(); });
+                break;
+            }
             Time d = m_context->GetCostModel()->GetDuration(op, m_context->GetNode()->GetSpec());
             NS_LOG_LOGIC("rank " << m_context->GetRank() << " stream " << m_id << " runs "
                                  << gpusim::ToString(op.kind) << " " << op.name << " for " << d);

@@ -31,7 +31,9 @@ GpuSpec::PeakFlops(DataType t) const
 bool
 LookupGpuSpec(const std::string& model, GpuSpec& out)
 {
-    // Dense (no sparsity) peaks from NVIDIA's datasheets.
+    // Dense (no sparsity) peaks from NVIDIA's datasheets: H100 Tensor Core GPU datasheet
+    // (SXM5 column; TF32 989 TFLOPS is quoted with sparsity, 494.5 dense), A100 Tensor Core GPU
+    // datasheet (TF32 156, 312 with sparsity).
     if (model == "h100-sxm" || model == "h100")
     {
         GpuSpec s;
@@ -44,7 +46,8 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         s.hbmBytesPerSec = 3.35e12;
         s.pcieBytesPerSec = 64e9; // PCIe Gen5 x16
         s.peakFlops = {{DataType::F64, 67e12},
-                       {DataType::F32, 67e12},   // FP32 non-tensor; TF32 tensor is 494.5e12
+                       {DataType::F32, 67e12},     // FP32 non-tensor
+                       {DataType::TF32, 494.5e12}, // TF32 tensor (datasheet 989 with sparsity)
                        {DataType::F16, 989.5e12},
                        {DataType::BF16, 989.5e12},
                        {DataType::F8E4M3, 1979e12},
@@ -65,7 +68,8 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         s.hbmBytesPerSec = 2.039e12;
         s.pcieBytesPerSec = 32e9; // PCIe Gen4 x16
         s.peakFlops = {{DataType::F64, 19.5e12},
-                       {DataType::F32, 19.5e12}, // TF32 tensor is 156e12
+                       {DataType::F32, 19.5e12}, // FP32 non-tensor
+                       {DataType::TF32, 156e12},  // TF32 tensor (datasheet 312 with sparsity)
                        {DataType::F16, 312e12},
                        {DataType::BF16, 312e12},
                        {DataType::I8, 624e12}};

@@ -265,6 +265,16 @@ GpuWorkload::MakeContext(const NodeContainer& gpus,
     }
     Ptr<CudaContext> ctx = CreateObject<CudaContext>();
     ctx->Setup(node, r, costModel);
+    // Peer copies cross the network between the two ranks' GPUs (m_contexts is complete by the
+    // time the simulation runs them).
+    ctx->SetPeerCopyNetwork(m_world, [this](uint32_t rank, uint32_t& gpu) {
+        if (rank >= m_contexts.size())
+        {
+            return false;
+        }
+        gpu = m_contexts[rank]->GetNode()->GetGpuIndex();
+        return true;
+    });
     ctx->TraceConnectWithoutContext("Activity", MakeCallback(&GpuWorkload::OnActivity, this));
     return ctx;
 }

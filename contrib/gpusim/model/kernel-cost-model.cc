@@ -90,12 +90,14 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
         case MemcpyKind::DeviceToHost:
         case MemcpyKind::HostToHost:
         case MemcpyKind::Default:
-            return 1e-6 + op.bytes / spec.pcieBytesPerSec;
+            return kCopySetupUs * 1e-6 + op.bytes / spec.pcieBytesPerSec;
         default:
-            return 1e-6 + 2.0 * op.bytes / hbm; // read + write
+            // d2d, and p2p copies without their ranks (or without a network): read + write
+            // through HBM. Peer copies with ranks cross the network (CudaContext::StartPeerCopy).
+            return kCopySetupUs * 1e-6 + 2.0 * op.bytes / hbm;
         }
     case OpKind::Memset:
-        return 1e-6 + op.bytes / hbm;
+        return kCopySetupUs * 1e-6 + op.bytes / hbm;
     default:
         break;
     }

@@ -30,6 +30,10 @@ class KernelCostModel : public Object
     /// Device time of a Kernel, Memcpy or Memset op on a GPU with this spec.
     Time GetDuration(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
 
+    /// Fixed cost of every copy and memset (copy-engine setup), microseconds; peer copies on
+    /// the network pay it before their transfer starts.
+    static constexpr double kCopySetupUs = 1.0;
+
     /// What-if: multiply the time of kernels whose name matches `regex` by `factor`
     /// (e.g. 0.5 makes matching GEMMs twice as fast). Rules apply in the order added.
     void AddKernelScale(const std::string& regex, double factor);

@@ -65,9 +65,20 @@ const char* const kCollNames[] = {"allreduce",
                                   "alltoall",
                                   "send",
                                   "recv"};
-const char* const kDataTypeNames[] =
-    {"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64", "u64", "f8e4m3", "f8e5m2"};
-const uint32_t kDataTypeSizes[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 1};
+const char* const kDataTypeNames[] = {"f32",
+                                      "f16",
+                                      "bf16",
+                                      "f64",
+                                      "i8",
+                                      "u8",
+                                      "i32",
+                                      "u32",
+                                      "i64",
+                                      "u64",
+                                      "f8e4m3",
+                                      "f8e5m2",
+                                      "tf32"};
+const uint32_t kDataTypeSizes[] = {4, 2, 2, 8, 1, 1, 4, 4, 8, 8, 1, 1, 4};
 const char* const kMemcpyNames[] = {"h2h", "h2d", "d2h", "d2d", "default", "p2p"};
 const char* const kPhaseNames[] = {"begin", "end", "instant"};
 
@@ -323,6 +334,16 @@ ParseOpObject(const LineReader& r)
             }
             op.async = b;
         }
+        op.srcRank = static_cast<int32_t>(r.Signed("src_rank", -1));
+        op.dstRank = static_cast<int32_t>(r.Signed("dst_rank", -1));
+        if ((op.srcRank >= 0 || op.dstRank >= 0) && op.copyKind != MemcpyKind::PeerToPeer)
+        {
+            r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
+        }
+        if (op.srcRank >= 0 && op.srcRank == op.dstRank)
+        {
+            r.Fail("a p2p copy needs two different ranks");
+        }
         break;
     }
     case OpKind::EventRecord:
@@ -371,7 +392,7 @@ ParseOpObject(const LineReader& r)
         op.seq = r.Unsigned("seq", 0);
         op.count = r.Unsigned("count", 0);
         std::string dt = r.String("dtype", "f32");
-        if (!ParseDataType(dt, op.dtype))
+        if (!ParseDataType(dt, op.dtype) || op.dtype == DataType::TF32)
         {
             r.Fail("unknown dtype '" + dt + "'");
         }
@@ -747,6 +768,10 @@ OpToJsonLine(const Op& op)
         {
             w.Key("async").Bool(false);
         }
+        if (op.srcRank >= 0 || op.dstRank >= 0)
+        {
+            w.Key("src_rank").Int(op.srcRank).Key("dst_rank").Int(op.dstRank);
+        }
         break;
     case OpKind::Memset:
         w.Key("bytes").Uint(op.bytes);
@@ -956,6 +981,16 @@ ValidateJobTrace(const JobTrace& job)
                          " and rank " + std::to_string(r.rank));
                 }
                 joined.insert(op.comm);
+            }
+            else if (op.kind == OpKind::Memcpy && (op.srcRank >= 0 || op.dstRank >= 0))
+            {
+                const auto n = static_cast<int64_t>(job.ranks.size());
+                if (op.srcRank >= n || op.dstRank >= n)
+                {
+                    fail("p2p copy between ranks " + std::to_string(op.srcRank) + " and " +
+                         std::to_string(op.dstRank) + " but the job has " + std::to_string(n) +
+                         " ranks");
+                }
             }
             else if (op.kind == OpKind::Collective)
             {

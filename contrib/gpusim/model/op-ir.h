@@ -69,6 +69,7 @@ enum class DataType : uint8_t
     U64,
     F8E4M3,
     F8E5M2,
+    TF32, //!< GEMM math only: FP32 data on TF32 tensor cores (4-byte elements); not an NCCL type
 };
 
 enum class MemcpyKind : uint8_t
@@ -117,6 +118,8 @@ struct Op
     GemmShape gemm;
     // Copies.
     MemcpyKind copyKind = MemcpyKind::Default;
+    int32_t srcRank = -1; //!< PeerToPeer: rank whose GPU holds the source (-1: unknown)
+    int32_t dstRank = -1; //!< PeerToPeer: rank whose GPU receives the bytes (-1: unknown)
     bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
     bool query = false;   //!< StreamSync/EventSync recorded from a completed cudaStreamQuery /
                           //!< cudaEventQuery (a poll) rather than a synchronize call

@@ -149,6 +149,8 @@ HashOps(const std::vector<Op>& ops, const std::vector<Op>* ownInits, bool withTi
             h.Value(op.copyKind);
             h.Value(op.async);
             h.Value(op.bytes);
+            h.Value(op.srcRank); // absolute, like `root`: the GPUs the bytes cross between
+            h.Value(op.dstRank);
             break;
         case OpKind::Memset:
             h.Value(op.bytes);
@@ -280,9 +282,10 @@ SameOpForSharing(const Op& a, const Op& b)
     auto fields = [](const Op& o) {
         return std::tie(o.kind, o.thread, o.cpuUs, o.stream, o.name, o.durUs, o.bytes, o.grid,
                         o.block, o.sharedMem, o.flops, o.memBytes, o.gemm.m, o.gemm.n, o.gemm.k,
-                        o.gemm.batch, o.gemm.dtype, o.copyKind, o.async, o.query, o.event,
-                        o.flags, o.priority, o.ptr, o.coll, o.comm, o.seq, o.dtype, o.count,
-                        o.root, o.peer, o.group, o.nranks, o.token, o.phase, o.recordedUs);
+                        o.gemm.batch, o.gemm.dtype, o.copyKind, o.srcRank, o.dstRank, o.async,
+                        o.query, o.event, o.flags, o.priority, o.ptr, o.coll, o.comm, o.seq,
+                        o.dtype, o.count, o.root, o.peer, o.group, o.nranks, o.token, o.phase,
+                        o.recordedUs);
     };
     if (fields(a) != fields(b))
     {

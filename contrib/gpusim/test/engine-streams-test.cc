@@ -253,6 +253,34 @@ TEST_F(EngineStreams, RooflineGemmTime)
     EXPECT_NEAR((a.end - a.start).GetMicroSeconds(), 2.0 * 8192.0 * 8192 * 8192 / (989.5e12 * 0.7) * 1e6, 1.0);
 }
 
+TEST_F(EngineStreams, Tf32GemmsRunAtTheTf32TensorCorePeak)
+{
+    // FP32 data on TF32 tensor cores (cuBLAS TF32 math): 2*4096^3 FLOP at 0.7 of the dense TF32
+    // peak, 494.5e12 on an H100 SXM (datasheet: 989 TFLOPS with sparsity), = 397.5 us; plain
+    // FP32 runs at 67e12 (2933.6 us). A100: TF32 156e12, FP32 19.5e12.
+    gpusim::GpuSpec h100;
+    gpusim::GpuSpec a100;
+    ASSERT_TRUE(gpusim::LookupGpuSpec("h100-sxm", h100));
+    ASSERT_TRUE(gpusim::LookupGpuSpec("a100-sxm", a100));
+    EXPECT_EQ(h100.PeakFlops(gpusim::DataType::TF32), 494.5e12);
+    EXPECT_EQ(a100.PeakFlops(gpusim::DataType::TF32), 156e12);
+    JobBuilder b(1);
+    b.Gemm(1, 4096, 4096, 4096, gpusim::DataType::TF32, "tf32").SyncDevice();
+    b.Gemm(1, 4096, 4096, 4096, gpusim::DataType::F32, "f32").SyncDevice();
+    GpuWorkloadHelper h;
+    h.SetCostModel("ns3::RooflineCostModel");
+    Ptr<GpuWorkload> w = h.Install(b.BuildShared(), MakeGpus(1));
+    Simulator::Run();
+    ASSERT_TRUE(w->Check().completed);
+    const double flops = 2.0 * 4096 * 4096 * 4096;
+    auto us = [&](const std::string& name) {
+        auto s = Spans(w, name).at(0);
+        return s.second - s.first;
+    };
+    EXPECT_NEAR(us("tf32"), flops / (494.5e12 * 0.7) * 1e6, 1.0);
+    EXPECT_NEAR(us("f32"), flops / (67e12 * 0.7) * 1e6, 1.0);
+}
+
 TEST_F(EngineStreams, KernelScaleWhatIf)
 {
     JobBuilder b(1);

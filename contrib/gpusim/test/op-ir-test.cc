@@ -109,6 +109,48 @@ TEST(OpIr, MalformedLinesNameFileLineAndReason)
     ExpectBad("{\"op\":\"kernel\",\"cpu_us\":\"fast\"}\n", "'cpu_us' must be a number", 1);
 }
 
+TEST(OpIr, PeerCopiesAndTf32GemmsRoundTripAndAreChecked)
+{
+    JobBuilder b(2);
+    b.Rank(0).PeerCopy(1, 0, 1, 1 << 20).Gemm(1, 64, 64, 64, DataType::TF32).SyncDevice();
+    std::string dir = TempDir();
+    WriteJobTrace(b.Build(), dir);
+    std::ifstream in(dir + "/rank-0.jsonl");
+    std::string line;
+    std::getline(in, line);
+    EXPECT_NE(line.find("\"kind\":\"p2p\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"src_rank\":0,\"dst_rank\":1"), std::string::npos) << line;
+    std::getline(in, line);
+    EXPECT_NE(line.find("\"dtype\":\"tf32\""), std::string::npos) << line;
+    JobTrace back = ReadJobTrace(dir);
+    ValidateJobTrace(back);
+    const Op& copy = back.ranks[0].ops[0];
+    EXPECT_EQ(copy.copyKind, MemcpyKind::PeerToPeer);
+    EXPECT_EQ(copy.srcRank, 0);
+    EXPECT_EQ(copy.dstRank, 1);
+    EXPECT_EQ(back.ranks[0].ops[1].gemm.dtype, DataType::TF32);
+    EXPECT_EQ(DataTypeSize(DataType::TF32), 4u) << "TF32 math on FP32 storage";
+
+    ExpectBad("{\"op\":\"memcpy\",\"kind\":\"d2d\",\"src_rank\":1,\"dst_rank\":0}\n",
+              "for p2p copies only", 1);
+    ExpectBad("{\"op\":\"memcpy\",\"kind\":\"p2p\",\"src_rank\":1,\"dst_rank\":1}\n",
+              "two different ranks", 1);
+    ExpectBad("{\"op\":\"coll\",\"coll\":\"allreduce\",\"comm\":\"c\",\"dtype\":\"tf32\"}\n",
+              "unknown dtype 'tf32'", 1);
+    // A rank the job does not have.
+    JobBuilder far(2);
+    far.Rank(0).PeerCopy(1, 0, 5, 64);
+    try
+    {
+        ValidateJobTrace(far.Build());
+        FAIL() << "a p2p copy to rank 5 of a 2-rank job was accepted";
+    }
+    catch (const TraceFormatError& e)
+    {
+        EXPECT_NE(std::string(e.what()).find("the job has 2 ranks"), std::string::npos) << e.what();
+    }
+}
+
 TEST(OpIr, BadManifestIsRejected)
 {
     std::string dir = TempDir();
