@@ -610,7 +610,9 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
             return true;
         }
     }
-    m_waitingFor = "the programs' next calls (simulated time " + std::to_string(ts / 1e3) + " us)";
+    char what[96];
+    std::snprintf(what, sizeof what, "the programs' next calls (simulated time %.3f us)", ts / 1e3);
+    m_waitingFor = what;
     Pump(haveEvent ? 10 : 50);
     WakeParked();
     m_stats.waitForProgramS += WallSeconds() - t0;

@@ -381,7 +381,8 @@ TEST(Live, InterruptStopsEverything)
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
     EXPECT_LT(s, 12.0);
     // No rank process is left behind.
-    Result left = Shell(d, "pgrep -f 'shim_live_perf -b 1M -e 1M -n 1000' || true");
+    // "[f]": the pattern must not match the shell running pgrep itself.
+    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1000' || true)");
     EXPECT_EQ(left.out, "");
 }
 
@@ -508,5 +509,21 @@ TEST(Live, OptimisticSpeculationCommitsAndReplaysExactly)
                               d.Path() + "/s.json");
     ASSERT_EQ(sim.code, 0) << sim.err;
     EXPECT_TRUE(ReadFile(d.Path() + "/o.json") == ReadFile(d.Path() + "/s.json"));
+}
+
+// --timeout ends a run that takes too long in real time: exit 3, naming what the simulator was
+// waiting for, and no process left behind.
+TEST(Live, TimeoutEndsTheRun)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    Result r = Shell(d, kGpusim + " run --servers 1 --gpus 2 --timeout 1 -- " + kPerf +
+                            " -b 1M -e 1M -n 1000 -w 1 --sleep-ms 50 --sleep-rank 1");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("timed out after 1 s (the simulator was waiting for"), std::string::npos)
+        << r.err;
+    EXPECT_LT(r.wallS, 10.0);
+    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1000 -w 1 --sleep-ms 50' || true)");
+    EXPECT_EQ(left.out, "");
 }
 
