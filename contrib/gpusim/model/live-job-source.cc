@@ -233,6 +233,10 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     {
         env["NVTX_INJECTION64_PATH"] = shimLibDir + "/libgpusim-nvtx.so";
     }
+    // Spinning briefly for answers beats the wake-up latency, but only with a core to spare:
+    // on an oversubscribed machine it would take the CPU from whoever has to answer.
+    m_spin = processes + 1 <= std::thread::hardware_concurrency();
+    env["GPUSIM_LIVE_SPIN"] = m_spin ? "1" : "0";
     const uint32_t perServer = std::min(m_processesPerServer, processes);
     m_startWall = WallSeconds();
     for (uint32_t p = 0; p < processes; ++p)
@@ -648,14 +652,21 @@ void
 LiveJobSource::Answer(int32_t conn, uint32_t rank, uint32_t thread, uint64_t seq, int64_t value,
                       uint64_t atNs)
 {
-    m_feeds[rank][thread].lastIssueNs = atNs; // its next op issues relative to the return
+    ThreadFeed& f = m_feeds[rank][thread];
+    f.lastIssueNs = atNs; // its next op issues relative to the return
+    if (f.unanswered > 0)
+    {
+        --f.unanswered;
+    }
+    f.lastIssueNs += f.deferredNs; // ops that came after this answer (restored snapshot)
+    f.deferredNs = 0;
     auto c = m_conns.find(conn);
     if (c == m_conns.end())
     {
         return; // the thread is gone
     }
     --c->second.outstanding;
-    c->second.clockNs = std::max(c->second.clockNs, atNs);
+    c->second.clockNs = std::max(c->second.clockNs, f.lastIssueNs);
     m_dirty = true;
     ++m_stats.answers;
     m_answered(rank, thread, NanoSeconds(static_cast<int64_t>(atNs)), value);
@@ -769,7 +780,17 @@ LiveJobSource::Pump(int timeoutMs, bool checkDeadline)
         m_pollFds.push_back({c.fd, POLLIN, 0});
         m_pollIds.push_back(id);
     }
-    const int n = ::poll(m_pollFds.data(), m_pollFds.size(), timeoutMs);
+    // The programs usually answer within microseconds: look briefly before sleeping (a sleep
+    // costs the machine's process wake-up latency on every round trip).
+    int n = 0;
+    for (int spin = 0; m_spin && spin < 100 && n == 0 && timeoutMs > 0; ++spin)
+    {
+        n = ::poll(m_pollFds.data(), m_pollFds.size(), 0);
+    }
+    if (n == 0)
+    {
+        n = ::poll(m_pollFds.data(), m_pollFds.size(), timeoutMs);
+    }
     m_dirty = true;
     if (n <= 0)
     {
@@ -911,14 +932,24 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     f.queue.push_back(stored);
     // The engine will issue it at the previous issue (or answer) time plus its host time;
     // the program thread's clock is at least that from now on.
-    f.lastIssueNs += static_cast<uint64_t>(std::llround(stored->cpuUs * 1e3));
-    c.clockNs = std::max(c.clockNs, f.lastIssueNs);
-    if (m_spec.active && f.lastIssueNs <= m_spec.maxTs)
+    const uint64_t cpuNs = static_cast<uint64_t>(std::llround(stored->cpuUs * 1e3));
+    const bool afterAnswer = f.unanswered > 0; // sent after an answer not given here yet
+    if (afterAnswer)
+    {
+        f.deferredNs += cpuNs; // its instant is known once the answer is (Answer())
+    }
+    else
+    {
+        f.lastIssueNs += cpuNs;
+        c.clockNs = std::max(c.clockNs, f.lastIssueNs);
+    }
+    if (m_spec.active && !afterAnswer && f.lastIssueNs <= m_spec.maxTs)
     {
         RollBack(); // the speculation ran past this op's instant
     }
     c.feeds.insert({rank, stored->thread});
-    if (!isNew && f.lastIssueNs < static_cast<uint64_t>(Simulator::Now().GetNanoSeconds()))
+    if (!isNew && !afterAnswer &&
+        f.lastIssueNs < static_cast<uint64_t>(Simulator::Now().GetNanoSeconds()))
     {
         // Only after a wait was lifted: it issues now; the replay would issue it on time.
         if (m_stats.lateOps++ == 0)
@@ -934,6 +965,7 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     if (line[0] == 'W')
     {
         ++c.outstanding;
+        ++f.unanswered;
         m_waits[stored] = PendingAnswer{id, ++c.waitSeq};
     }
     if (isNew)

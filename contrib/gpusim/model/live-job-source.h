@@ -140,6 +140,10 @@ class LiveJobSource : public OpFeed
         int32_t conn = -1;  //!< connection carrying it
         bool ended = false;
         uint64_t lastIssueNs = 0; //!< issue time of its latest op received (or answer)
+        // A restored snapshot can receive ops sent after an answer only a discarded
+        // speculation gave: their instants count from that answer, which is not given here yet.
+        uint64_t unanswered = 0;  //!< W ops received and not answered in this process
+        uint64_t deferredNs = 0;  //!< host time of the ops received since then
         // Parked: waiting for its next op.
         bool parked = false;
         bool hold = false;        //!< an open group must launch at `since`
@@ -242,6 +246,7 @@ class LiveJobSource : public OpFeed
     std::string m_endReason;
     double m_startWall = 0;
     std::set<std::pair<uint32_t, uint32_t>> m_parked;
+    bool m_spin = false;            //!< poll briefly before sleeping (a core to spare)
     bool m_dirty = true;          //!< parked threads or program clocks changed since m_bound
     uint64_t m_bound = 0;
     double m_lastReapS = 0;
