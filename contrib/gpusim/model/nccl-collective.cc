@@ -895,7 +895,8 @@ NcclWorld::GetTypeId()
                           MakeDoubleAccessor(&NcclWorld::m_efficiency),
                           MakeDoubleChecker<double>(0.0, 1.0))
             .AddAttribute("Channels",
-                          "Channels (rings) per collective; 0 = one per NIC of a server",
+                          "Channels (rings) per collective; 0 = one per member GPU of a server "
+                          "when crossing servers (one per NIC on the presets), 1 inside one",
                           UintegerValue(0),
                           MakeUintegerAccessor(&NcclWorld::m_channels),
                           MakeUintegerChecker<uint32_t>(0, 64))
@@ -1213,8 +1214,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     }
     else
     {
-        // One ring per NIC of a server when crossing servers; a server's GPUs all reach the
-        // NVSwitch, so a single-server ring needs one channel in a flow model.
+        // One ring per member GPU of a server when crossing servers (each leaves through its
+        // GPU's NIC; fewer NICs are shared, as NCCL's channels share them); a server's GPUs
+        // all reach the NVSwitch, so a single-server ring needs one channel in a flow model.
         uint32_t perServer = 1;
         if (servers > 1 && topo->GetNServers() > 0)
         {

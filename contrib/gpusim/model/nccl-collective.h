@@ -211,7 +211,7 @@ class NcclWorld : public Object
     std::string m_algorithm;  //!< auto | ring | tree
     std::string m_protocol;   //!< auto | simple | ll128 | ll
     double m_efficiency;      //!< > 0: overrides protocol bandwidth factors, zero latencies
-    uint32_t m_channels;      //!< 0 = one per NIC of a server (at least 1)
+    uint32_t m_channels;      //!< 0 = one per member GPU of a server across servers, else 1
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
 };
