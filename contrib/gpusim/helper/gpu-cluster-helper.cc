@@ -216,6 +216,7 @@ GpuClusterHelper::BuildTopology() const
              << cores.size() << " cores)";
     }
     topo->SetDescription(desc.str());
+    topo->SetNcclCalibration(s.nccl);
     NS_LOG_INFO("built " << desc.str() << ": " << topo->Vertices().size() << " vertices, "
                          << topo->Links().size() << " directed links");
     return topo;

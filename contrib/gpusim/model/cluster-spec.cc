@@ -18,23 +18,129 @@ namespace ns3
 namespace gpusim
 {
 
+namespace
+{
+
+// Wire latencies per hop. NCCL's fastest measured steps bound them (tuning.cc hwLat, which is
+// end to end): LL over NVLink takes 0.6 us for GPU -> NVSwitch -> GPU, so 0.3 us per NVLink
+// hop; LL over the network takes 2.7 us, so 0.5 us per PCIe / NIC / switch hop keeps a
+// rail-local path (GPU -> NIC -> leaf -> NIC -> GPU, 4 hops) at 2 us.
+constexpr double kNvlinkHopUs = 0.3;
+constexpr double kNetHopUs = 0.5;
+
+/*
+ * NCCL's own tuning constants, NCCL 2.26.2 src/graph/tuning.cc (the version of the H100 tables
+ * in ../shared/data/nccl-tests), shared by every calibrated preset:
+ *   baseLat  (us)  Tree {LL 6.8, LL128 14.0, Simple 8.4}, Ring {6.6, 14.0, 8.4}, NVLS/NVLSTree 0
+ *   hwLat NVLink   Tree {0.6, 1.25, 4.0}, Ring {0.6, 1.9, 3.4}, NVLS/NVLSTree Simple 25
+ *   hwLat network  Tree {5.0, 8.5, 14}, Ring {2.7, 4.0, 14.0}, NVLS 18, NVLSTree 14
+ *   bandwidth      ring LL x 0.5, ring LL128 x 0.92, tree x 0.92 (LL x 1/3.8, LL128 x 120/128)
+ * NCCL charges NVLS its whole NVLink latency once (25 us). Our NVLS runs four dependent stages
+ * per loop (to the switch, reduced shard back, multicast up, multicast down), each paying the
+ * Simple step latency over NVLink (ring hwLat, 3.4 us); the launch latency is the rest:
+ * 25 - 4 x 3.4 = 11.4 us, so one loop costs NCCL's 25 us in all.
+ */
+NcclCalibration
+NcclTuningConstants(const std::string& name)
+{
+    NcclCalibration c;
+    c.name = name;
+    c.hopIncludesWire = true; // hwLat is measured end to end
+    const double nvlsStageUs = 3.4;
+    const double nvlsLaunchUs = 25.0 - 4 * nvlsStageUs;
+    const double base[kNcclAlgos][kNcclProtos] = {
+        {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, nvlsLaunchUs}, {0, 0, nvlsLaunchUs}};
+    const double nvlink[kNcclAlgos][kNcclProtos] = {
+        {0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, nvlsStageUs}, {0, 0, nvlsStageUs}};
+    const double net[kNcclAlgos][kNcclProtos] = {
+        {5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}, {0, 0, 18.0}, {0, 0, 14.0}};
+    const double factor[kNcclAlgos][kNcclProtos] = {{0.92 / 3.8, 0.92 * 120.0 / 128, 0.92},
+                                                    {0.5, 0.92, 1.0},
+                                                    {1.0, 1.0, 1.0},
+                                                    {1.0, 1.0, 1.0}};
+    for (int a = 0; a < kNcclAlgos; ++a)
+    {
+        for (int p = 0; p < kNcclProtos; ++p)
+        {
+            c.baseUs[a][p] = base[a][p];
+            c.hopUs[int(NcclHop::Intra)][a][p] = nvlink[a][p];
+            c.hopUs[int(NcclHop::Inter)][a][p] = net[a][p];
+            c.protoFactor[a][p] = factor[a][p];
+        }
+    }
+    return c;
+}
+
+/// DGX/HGX H100 and H200: NVLink4 through third-generation NVSwitch (NVLink SHARP), ConnectX-7
+/// NDR, Intel Xeon hosts.
+NcclCalibration
+HopperCalibration(const std::string& name)
+{
+    NcclCalibration c = NcclTuningConstants(name);
+    // Ring AllReduce on one H100 node reaches ~370 GB/s busbw (NCCL maintainers, nccl-tests
+    // issues 290/309; ../shared/data/nccl-tests/README.md): 370 of 450 GB/s.
+    c.nvlinkEfficiency = 370.0 / 450;
+    // "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NCCL maintainer, nccl-tests issue
+    // 290): 47 of 50 GB/s.
+    c.netEfficiency = 47.0 / 50;
+    // NVLS AllReduce on one H100 node peaks near 480 GB/s busbw (NCCL maintainers, same
+    // threads). busbw = 2(n-1)/n S/T while each GPU moves (n+1)/n S per NVLink direction, so
+    // the link runs at 480 x (n+1) / (2(n-1)) = 308.6 GB/s for n = 8: 308.6 of 450.
+    c.nvls = true;
+    c.nvlsEfficiency = 480.0 * 9 / 14 / 450;
+    c.nvlsChannels = 16;          // NVLS_NCHANNELS_SM90 (NCCL src/transport/nvls.cc)
+    c.nvlsChunkBytes = 128 << 10; // NCCL_NVLS_CHUNKSIZE default
+    // NCCL llMaxBws: Hopper single node 141 GB/s; multi-node by host CPU, Intel row: 39 GB/s on
+    // 2 nodes, 20.4 on more.
+    c.llMaxBusGBps[0] = 141.0;
+    c.llMaxBusGBps[1] = 39.0;
+    c.llMaxBusGBps[2] = 20.4;
+    return c;
+}
+
+/// DGX/HGX A100: NVLink3 through second-generation NVSwitch (no NVLink SHARP), ConnectX-6 HDR,
+/// AMD EPYC hosts.
+NcclCalibration
+AmpereCalibration(const std::string& name)
+{
+    NcclCalibration c = NcclTuningConstants(name);
+    // NCCL caps A100 (compute capability 8.0) bus bandwidth at 235 GB/s in its tuning model
+    // (tuning.cc 2.8 - 2.16: "busBw = std::min(busBw, 235.0f)"): 235 of 300 GB/s.
+    c.nvlinkEfficiency = 235.0 / 300;
+    // The same achievable NIC fraction as NDR (46-48 of 50 GB/s); HDR users report 24 of
+    // 25 GB/s per NIC (nccl-tests issue 175).
+    c.netEfficiency = 47.0 / 50;
+    c.nvls = false; // NVSwitch 2 has no in-switch reduction: NCCL offers no NVLS on A100
+    // NCCL llMaxBws: Ampere single node 87.7 GB/s; multi-node AMD row: 22.5 on 2 nodes, 19.0 on
+    // more.
+    c.llMaxBusGBps[0] = 87.7;
+    c.llMaxBusGBps[1] = 22.5;
+    c.llMaxBusGBps[2] = 19.0;
+    return c;
+}
+
+} // namespace
+
 bool
 LookupClusterPreset(const std::string& name, ClusterSpec& out)
 {
     // NVIDIA DGX datasheets: 8 SXM GPUs on NVSwitch, one ConnectX NIC per GPU (compute
     // fabric), PCIe switch between GPU and NIC. Fabric defaults follow the DGX SuperPOD
     // reference design (rail-optimised, non-blocking).
-    if (name == "dgx-h100")
+    if (name == "dgx-h100" || name == "dgx-h200")
     {
         ClusterSpec s;
         s.preset = name;
-        s.gpuModel = "h100-sxm";
+        s.gpuModel = name == "dgx-h100" ? "h100-sxm" : "h200-sxm";
         s.gpusPerServer = 8;
         s.nicsPerServer = 8;
         s.nicGbps = 400;    // ConnectX-7
         s.nvlinkGBps = 450; // NVLink4: 900 GB/s bidirectional per GPU
         s.pcieGBps = 64;    // PCIe Gen5 x16
         s.fabric = "rail";
+        s.nvlinkLatencyUs = kNvlinkHopUs;
+        s.linkLatencyUs = kNetHopUs;
+        s.nccl = HopperCalibration(name);
         out = s;
         return true;
     }
@@ -49,6 +155,9 @@ LookupClusterPreset(const std::string& name, ClusterSpec& out)
         s.nvlinkGBps = 300; // NVLink3: 600 GB/s bidirectional per GPU
         s.pcieGBps = 32;    // PCIe Gen4 x16
         s.fabric = "rail";
+        s.nvlinkLatencyUs = kNvlinkHopUs;
+        s.linkLatencyUs = kNetHopUs;
+        s.nccl = AmpereCalibration(name);
         out = s;
         return true;
     }
@@ -58,7 +167,7 @@ LookupClusterPreset(const std::string& name, ClusterSpec& out)
 std::string
 KnownClusterPresets()
 {
-    return "dgx-h100, dgx-a100";
+    return "dgx-h100, dgx-h200, dgx-a100";
 }
 
 void
@@ -121,6 +230,14 @@ ValidateClusterSpec(const ClusterSpec& s)
     if (!LookupGpuSpec(s.gpuModel, g))
     {
         fail("unknown GPU model '" + s.gpuModel + "' (known: " + KnownGpuModels() + ")");
+    }
+    try
+    {
+        ValidateNcclCalibration(s.nccl);
+    }
+    catch (const std::runtime_error& e)
+    {
+        fail(e.what());
     }
 }
 
@@ -196,6 +313,20 @@ class SpecReader
         return x;
     }
 
+    bool Boolean(const YAML::Node& v, const std::string& key) const
+    {
+        const std::string s = Scalar(v, key);
+        if (s == "true" || s == "yes" || s == "on")
+        {
+            return true;
+        }
+        if (s == "false" || s == "no" || s == "off")
+        {
+            return false;
+        }
+        Fail(v.Mark(), "key '" + key + "': expected true or false, got '" + s + "'");
+    }
+
     ClusterSpec Read(const YAML::Node& root) const
     {
         if (!root.IsMap())
@@ -232,6 +363,11 @@ class SpecReader
             {"nicsperleaf", [&](auto& v, auto& k) { spec.nicsPerLeaf = Unsigned(v, k); }},
             {"linklatencyus", [&](auto& v, auto& k) { spec.linkLatencyUs = Number(v, k); }},
             {"nvlinklatencyus", [&](auto& v, auto& k) { spec.nvlinkLatencyUs = Number(v, k); }},
+            {"nvlinkefficiency",
+             [&](auto& v, auto& k) { spec.nccl.nvlinkEfficiency = Number(v, k); }},
+            {"netefficiency", [&](auto& v, auto& k) { spec.nccl.netEfficiency = Number(v, k); }},
+            {"nvls", [&](auto& v, auto& k) { spec.nccl.nvls = Boolean(v, k); }},
+            {"nvlsefficiency", [&](auto& v, auto& k) { spec.nccl.nvlsEfficiency = Number(v, k); }},
         };
         for (const auto& kv : root)
         {
@@ -257,7 +393,8 @@ class SpecReader
                      "unknown key '" + key +
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
                          "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, "
-                         "linkLatencyUs, nvlinkLatencyUs)");
+                         "linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
+                         "nvlsEfficiency)");
             }
         }
         try

@@ -6,6 +6,8 @@
 #ifndef GPUSIM_CLUSTER_SPEC_H
 #define GPUSIM_CLUSTER_SPEC_H
 
+#include "ns3/nccl-calibration.h"
+
 #include <cstdint>
 #include <string>
 
@@ -29,6 +31,10 @@ struct ClusterSpec
     uint32_t nicsPerLeaf = 32;   //!< leaf/edge downlinks (leaf-spine; rail: servers per rail leaf)
     double linkLatencyUs = 1.0;  //!< per fabric/NIC hop (incl. GPU<->NIC) propagation+switching
     double nvlinkLatencyUs = 0.5; //!< per NVLink hop (GPU<->NVSwitch)
+    /// The NCCL model's per-generation numbers (achievable link efficiencies, NVLS, protocol
+    /// latencies). Presets carry calibrated values with their sources; a spec built by hand
+    /// (or a YAML file without a preset) keeps the generic, uncalibrated defaults.
+    NcclCalibration nccl;
 
     uint32_t TotalGpus() const
     {
@@ -41,14 +47,16 @@ struct ClusterSpec
     }
 };
 
-/// Built-in presets: "dgx-h100", "dgx-a100". Returns false (out untouched) for other names.
+/// Built-in presets: "dgx-h100", "dgx-h200", "dgx-a100" (with their NCCL calibration). Returns
+/// false (out untouched) for other names.
 bool LookupClusterPreset(const std::string& name, ClusterSpec& out);
 /// Names accepted by LookupClusterPreset, comma separated.
 std::string KnownClusterPresets();
 
 /// Reads a cluster spec from a YAML mapping. Keys are the ClusterSpec field names, in camelCase
-/// or snake_case (gpus_per_server, nic_gbps, ...). A `preset:` key loads the preset first, the
-/// other keys override it. Throws std::runtime_error naming the file, line and key on bad input
+/// or snake_case (gpus_per_server, nic_gbps, ...), plus the scalar calibration fields
+/// (nvlinkEfficiency, netEfficiency, nvls, nvlsEfficiency). A `preset:` key loads the preset
+/// first, the other keys override it. Throws std::runtime_error naming the file, line and key on bad input
 /// (unknown key, wrong type, impossible topology).
 ClusterSpec LoadClusterSpecYaml(const std::string& file);
 /// Same, from YAML text; `sourceName` is used in error messages.

@@ -159,6 +159,42 @@ ClusterTopology::SetDescription(const std::string& d)
     m_description = d;
 }
 
+void
+ClusterTopology::SetNcclCalibration(const gpusim::NcclCalibration& c)
+{
+    m_nccl = c;
+}
+
+const gpusim::NcclCalibration&
+ClusterTopology::GetNcclCalibration() const
+{
+    return m_nccl;
+}
+
+bool
+ClusterTopology::IsSwitchEndpoint(uint32_t endpoint)
+{
+    return endpoint >= kSwitchEndpoint;
+}
+
+uint32_t
+ClusterTopology::NvSwitchEndpoint(uint32_t gpu) const
+{
+    CheckGpu(gpu);
+    for (uint32_t l : m_out[m_gpuVertex[gpu]])
+    {
+        const TopoLink& link = m_links[l];
+        if (link.kind == TopoLinkKind::NvLink &&
+            m_vertices[link.to].type == TopoVertexType::NvSwitch)
+        {
+            return kSwitchEndpoint + link.to;
+        }
+    }
+    throw std::runtime_error("ClusterTopology: GPU " + std::to_string(gpu) + " (" +
+                             m_vertices[m_gpuVertex[gpu]].name +
+                             ") has no NVLink to an NVSwitch");
+}
+
 uint32_t
 ClusterTopology::GetNGpus() const
 {
@@ -174,6 +210,16 @@ ClusterTopology::GetNServers() const
 void
 ClusterTopology::CheckGpu(uint32_t gpu) const
 {
+    if (IsSwitchEndpoint(gpu))
+    {
+        const uint32_t v = gpu - kSwitchEndpoint;
+        if (v >= m_vertices.size() || m_vertices[v].type != TopoVertexType::NvSwitch)
+        {
+            throw std::runtime_error("ClusterTopology: endpoint " + std::to_string(gpu) +
+                                     " names no NVSwitch vertex");
+        }
+        return;
+    }
     if (gpu >= m_gpuVertex.size() || m_gpuVertex[gpu] == kUnset)
     {
         throw std::runtime_error("ClusterTopology: GPU " + std::to_string(gpu) +
@@ -193,6 +239,10 @@ uint32_t
 ClusterTopology::ServerOf(uint32_t gpu) const
 {
     CheckGpu(gpu);
+    if (IsSwitchEndpoint(gpu))
+    {
+        return m_vertices[gpu - kSwitchEndpoint].server;
+    }
     return m_gpuServer[gpu];
 }
 
@@ -303,6 +353,11 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
     {
         return;
     }
+    if (IsSwitchEndpoint(srcGpu) || IsSwitchEndpoint(dstGpu))
+    {
+        SwitchRouteInto(srcGpu, dstGpu, flowHash, route);
+        return;
+    }
     const uint32_t sv = m_gpuVertex[srcGpu];
     const uint32_t dv = m_gpuVertex[dstGpu];
     auto noPath = [&](const std::string& why) {
@@ -400,6 +455,28 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         }
     }
     route.push_back(down);
+}
+
+void
+ClusterTopology::SwitchRouteInto(uint32_t src,
+                                 uint32_t dst,
+                                 uint64_t flowHash,
+                                 std::vector<uint32_t>& route) const
+{
+    auto vertexOf = [this](uint32_t e) {
+        return IsSwitchEndpoint(e) ? e - kSwitchEndpoint : m_gpuVertex[e];
+    };
+    const uint32_t sv = vertexOf(src);
+    const uint32_t dv = vertexOf(dst);
+    const uint32_t l = IsSwitchEndpoint(src) && IsSwitchEndpoint(dst)
+                           ? kUnset
+                           : PickLink(sv, dv, flowHash);
+    if (l == kUnset || m_links[l].kind != TopoLinkKind::NvLink)
+    {
+        throw std::runtime_error("ClusterTopology::Route: no NVLink between " +
+                                 m_vertices[sv].name + " and " + m_vertices[dv].name);
+    }
+    route.push_back(l);
 }
 
 uint64_t

@@ -5,6 +5,7 @@
 #ifndef GPUSIM_CLUSTER_TOPOLOGY_H
 #define GPUSIM_CLUSTER_TOPOLOGY_H
 
+#include "ns3/nccl-calibration.h"
 #include "ns3/object.h"
 
 #include <cstdint>
@@ -66,6 +67,9 @@ class ClusterTopology : public Object
     /// The local index is the GPU vertex's `index`; nicVertex may be UINT32_MAX (no NIC).
     void SetGpu(uint32_t gpu, uint32_t vertex, uint32_t server, uint32_t nicVertex);
     void SetDescription(const std::string& d);
+    /// The NCCL model's calibration for this cluster (GpuClusterHelper copies the spec's).
+    void SetNcclCalibration(const gpusim::NcclCalibration& c);
+    const gpusim::NcclCalibration& GetNcclCalibration() const;
 
     // ---- queries ----
     uint32_t GetNGpus() const;
@@ -79,6 +83,15 @@ class ClusterTopology : public Object
     const std::vector<uint32_t>& OutLinks(uint32_t vertex) const;
     const std::vector<uint32_t>& InLinks(uint32_t vertex) const; //!< in-link ids per vertex
     const std::string& GetDescription() const;
+
+    /// Endpoint ids at or above this value name an NVSwitch (kSwitchEndpoint + vertex) instead
+    /// of a GPU: NVLink SHARP transfers go from a GPU to its NVSwitch (in-switch reduction) and
+    /// from the NVSwitch to a GPU (multicast). Route, RouteInto and ServerOf accept them.
+    static constexpr uint32_t kSwitchEndpoint = 0x80000000u;
+    static bool IsSwitchEndpoint(uint32_t endpoint);
+    /// The endpoint of the NVSwitch that GPU `gpu`'s first NVLink reaches; throws
+    /// std::runtime_error when the GPU has no NVLink to an NVSwitch.
+    uint32_t NvSwitchEndpoint(uint32_t gpu) const;
 
     /// Directed link ids from srcGpu to dstGpu. Same server: over NVLink/NVSwitch. Otherwise
     /// GPU -> its NIC -> fabric shortest path -> dst NIC -> dst GPU. Among equal-cost next hops
@@ -104,8 +117,11 @@ class ClusterTopology : public Object
     const std::vector<uint32_t>& DistancesTo(uint32_t dstVertex) const;
     /// One of the (parallel) links from -> to chosen by flowHash; UINT32_MAX if none.
     uint32_t PickLink(uint32_t from, uint32_t to, uint64_t flowHash) const;
-    /// Throws std::runtime_error for an unregistered GPU number.
+    /// Throws std::runtime_error for an unregistered GPU number (or unknown switch endpoint).
     void CheckGpu(uint32_t gpu) const;
+    /// Route to or from an NVSwitch endpoint (one NVLink hop).
+    void SwitchRouteInto(uint32_t src, uint32_t dst, uint64_t flowHash,
+                         std::vector<uint32_t>& route) const;
 
     std::vector<TopoVertex> m_vertices;
     std::vector<TopoLink> m_links;
@@ -117,6 +133,7 @@ class ClusterTopology : public Object
     std::vector<uint32_t> m_gpuLocal;
     uint32_t m_nServers = 0;
     std::string m_description;
+    gpusim::NcclCalibration m_nccl;
     //! BFS hop distances over switches/NICs to a destination vertex, cached lazily. The key is
     //! the destination NIC's only switch when it has one (one entry per leaf), else the NIC.
     mutable std::unordered_map<uint32_t, std::vector<uint32_t>> m_distCache;

@@ -316,8 +316,12 @@ FlowBackend::LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey)
         r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
         it = m_routeCache.emplace(key, std::move(r)).first;
     }
-    // Node-based map: element addresses survive rehashing.
-    m_lastRoute[src] = &*it;
+    // Node-based map: element addresses survive rehashing. NVSwitch endpoints (ids above the
+    // GPUs, ClusterTopology::kSwitchEndpoint) have no fast-path slot.
+    if (src < m_lastRoute.size())
+    {
+        m_lastRoute[src] = &*it;
+    }
     return it->second;
 }
 

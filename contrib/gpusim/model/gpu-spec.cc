@@ -56,6 +56,18 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         out = s;
         return true;
     }
+    if (model == "h200-sxm" || model == "h200")
+    {
+        // H200 Tensor Core GPU datasheet (SXM column): the H100's compute (same dense peaks)
+        // with 141 GB of HBM3e at 4.8 TB/s.
+        GpuSpec s;
+        LookupGpuSpec("h100-sxm", s);
+        s.name = "NVIDIA H200";
+        s.memoryBytes = 141000000000ull;
+        s.hbmBytesPerSec = 4.8e12;
+        out = s;
+        return true;
+    }
     if (model == "a100-sxm" || model == "a100")
     {
         GpuSpec s;
@@ -82,7 +94,7 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
 std::string
 KnownGpuModels()
 {
-    return "h100-sxm, a100-sxm";
+    return "h100-sxm, h200-sxm, a100-sxm";
 }
 
 } // namespace gpusim

@@ -32,7 +32,7 @@ struct GpuSpec
     double PeakFlops(DataType t) const;
 };
 
-/// Built-in GPU models: "h100-sxm", "a100-sxm" (published datasheet numbers).
+/// Built-in GPU models: "h100-sxm", "h200-sxm", "a100-sxm" (published datasheet numbers).
 bool LookupGpuSpec(const std::string& model, GpuSpec& out);
 /// Names accepted by LookupGpuSpec.
 std::string KnownGpuModels();

@@ -6,14 +6,18 @@
  *    running collective instances (matched across ranks by sequence number) and P2P matching.
  *  - NcclCollective: the Application a rank uses for one communicator; streams launch
  *    collectives through it.
- * Algorithms (ring, chain, double binary tree, direct all-to-all, P2P) run as step graphs: a
- * step starts when the data it depends on has arrived from the peer, so skew between ranks is
- * modelled rather than assumed away. See doc/design.md.
+ * Algorithms (ring, chain, double binary tree, NVLS, NVLSTree, direct all-to-all, P2P) run as
+ * step graphs (nccl-algorithms.h): a step starts when the data it depends on has arrived from
+ * the peer, so skew between ranks is modelled rather than assumed away. The code is split the
+ * way NCCL's is: this API and the transfers (nccl-collective.cc), the algorithms
+ * (nccl-algorithms.cc), the rings and trees over the topology (nccl-topology.cc) and the
+ * tuner that picks algorithm, protocol and channels (nccl-tuner.cc). See doc/design.md.
  */
 #ifndef GPUSIM_NCCL_COLLECTIVE_H
 #define GPUSIM_NCCL_COLLECTIVE_H
 
 #include "ns3/application.h"
+#include "ns3/nccl-calibration.h"
 #include "ns3/network-backend.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
@@ -25,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ns3
@@ -36,14 +41,22 @@ class CollectiveExecutor;
 /// How one collective is executed.
 struct CollectivePlan
 {
-    std::string algo;  //!< ring | tree | chain | direct | p2p
+    std::string algo;  //!< ring | tree | nvls | nvlstree | chain | direct | p2p
     std::string proto; //!< simple | ll128 | ll
     uint32_t channels = 1;
-    double bwFactor = 1.0;   //!< payload bytes / wire bytes
-    Time stepLatency;        //!< protocol latency added to every step
-    Time baseLatency;        //!< launch latency paid once per rank
+    /// Payload bytes per wire byte from the protocol (and its LL cap); a transfer's wire bytes
+    /// are payload / (bwFactor x the efficiency of its link class below).
+    double bwFactor = 1.0;
+    double nvlinkEfficiency = 1.0; //!< GPU <-> GPU inside a server
+    double netEfficiency = 1.0;    //!< between servers
+    double nvlsEfficiency = 1.0;   //!< GPU <-> NVSwitch (NVLS)
+    Time stepLatency;              //!< latency of a step inside a server (NVLink, NVSwitch)
+    Time stepLatencyInter;         //!< latency of a step between servers
+    bool hopIncludesWire = false;  //!< step latencies include the route's wire latency
+    Time baseLatency;              //!< launch latency paid once per rank
     uint32_t pipelineDepth = 1;
     uint64_t chunkBytes = 0; //!< largest bytes one step moves on one channel
+    uint32_t loops = 1;      //!< NVLS/NVLSTree: loops the data is cut into
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };
 
@@ -103,13 +116,19 @@ class Communicator : public Object
     /// Rank `commRank` launches `op`; done() runs when its part completes.
     void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
 
-    /// Starts a transfer between comm ranks with the plan's wire factor and step latency.
+    /// Starts a transfer between executor nodes (comm ranks; node n + s is the NVSwitch of
+    /// server group s) with the plan's wire factor and step latency; a `pipelined` step streams
+    /// behind an earlier one of its connection and pays no step latency.
     void Send(const CollectivePlan& plan,
-              uint32_t fromRank,
-              uint32_t toRank,
+              uint32_t fromNode,
+              uint32_t toNode,
               double payloadBytes,
               uint64_t flowKey,
+              bool pipelined,
               std::function<void()> delivered);
+    /// Members grouped by server (ServerGroups(0)) when every server has the same number of
+    /// them (>= 2) and all reach an NVSwitch; empty otherwise (no NVLS possible).
+    std::vector<std::vector<uint32_t>> NvlsGroups() const;
 
     bool HasPending() const;
     std::string DescribePending() const;
@@ -135,11 +154,17 @@ class Communicator : public Object
 
     void FinishRank(uint64_t seq, uint32_t commRank);
     void MatchP2p(uint32_t src, uint32_t dst);
+    /// The step-graph executor of a new instance (nccl-algorithms.h).
+    std::unique_ptr<CollectiveExecutor> MakeExecutor(const gpusim::Op& op,
+                                                     const CollectivePlan& plan);
+    /// Backend endpoint of an executor node: a member GPU or an NVSwitch.
+    uint32_t Endpoint(uint32_t node) const;
 
     NcclWorld* m_world = nullptr;
     std::string m_id;
     uint32_t m_nranks = 0;
     std::vector<uint32_t> m_gpus; //!< by comm rank; UINT32_MAX = not joined
+    std::vector<uint32_t> m_switches; //!< NVSwitch endpoint of each server group (NVLS)
     std::map<uint64_t, Instance> m_instances;
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_sends; //!< (src,dst)
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_recvs; //!< (src,dst)
@@ -162,8 +187,20 @@ class NcclWorld : public Object
                            uint32_t gpu);
     Ptr<Communicator> Find(const std::string& comm) const;
 
-    /// Chooses algorithm, protocol and channels for a collective on a communicator.
+    /// Chooses algorithm, protocol and channels for a collective on a communicator: NCCL's
+    /// tuner (nccl-tuner.cc).
     CollectivePlan Plan(gpusim::CollKind kind, uint64_t bytes, const Communicator& comm) const;
+    /// The calibration of the cluster (the topology's).
+    const gpusim::NcclCalibration& Calibration() const;
+
+    /// What the route between two backend endpoints is made of (cached).
+    struct HopInfo
+    {
+        double wireUs = 0;  //!< sum of the route's link latencies
+        bool inter = false; //!< crosses NICs / the fabric
+        bool nvls = false;  //!< one end is an NVSwitch
+    };
+    const HopInfo& Hop(uint32_t srcEndpoint, uint32_t dstEndpoint) const;
 
     uint64_t NextTransferId();
     /// Starts a transfer after `delay` (the protocol's step latency); delivered() runs at
@@ -181,13 +218,22 @@ class NcclWorld : public Object
     void DoDispose() override;
 
   private:
-    /// Seconds the busiest directed link needs for the bytes the algorithm puts on it (at full
-    /// wire speed), from the real routes; `depth` returns the longest dependency chain in steps.
-    double LinkLoadSeconds(gpusim::CollKind kind, const std::string& algo, uint64_t bytes,
-                           const Communicator& comm, uint32_t channels, double& depth,
-                           double& maxPathLatencyUs) const;
-    void ProtocolCosts(const std::string& proto, double& bwFactor, double& stepUs,
-                       double& baseUs) const;
+    struct Estimate; //!< one (algorithm, protocol) candidate of the tuner (nccl-tuner.cc)
+    struct LinkLoads;
+    /// Adds the bytes an algorithm puts on every directed link (the real routes, weighted by
+    /// the link classes' efficiencies) and the dependency depth, split by link class.
+    void AddAlgorithmLoads(gpusim::CollKind kind, const std::string& algo, uint64_t bytes,
+                           const Communicator& comm, uint32_t channels, const CollectivePlan& eff,
+                           LinkLoads& loads) const;
+    Estimate EstimateCandidate(gpusim::CollKind kind, const std::string& algo,
+                               const std::string& proto, uint64_t bytes, const Communicator& comm,
+                               uint32_t channels) const;
+    std::vector<std::string> CandidateAlgorithms(gpusim::CollKind kind,
+                                                 const Communicator& comm) const;
+    /// Protocol and link costs of (algorithm, protocol) into `plan` (Efficiency overrides).
+    void FillCosts(const std::string& algo, const std::string& proto, CollectivePlan& plan) const;
+    /// NCCL's NVLS/NVLSTree loop size for `bytes` on `servers` servers of `ppn` GPUs.
+    uint32_t NvlsLoops(uint64_t bytes, uint32_t servers, uint32_t ppn) const;
 
     struct PendingTransfer
     {
@@ -208,7 +254,8 @@ class NcclWorld : public Object
     std::vector<uint32_t> m_freeSlots;
     std::map<int64_t, std::vector<uint32_t>> m_deferred; //!< start time step -> slots
     uint64_t m_nextTransferId = 1;
-    std::string m_algorithm;  //!< auto | ring | tree
+    mutable std::unordered_map<uint64_t, HopInfo> m_hops; //!< by (src << 32 | dst) endpoint
+    std::string m_algorithm;  //!< auto | ring | tree | nvls | nvlstree
     std::string m_protocol;   //!< auto | simple | ll128 | ll
     double m_efficiency;      //!< > 0: overrides protocol bandwidth factors, zero latencies
     uint32_t m_channels;      //!< 0 = one per member GPU of a server across servers, else 1

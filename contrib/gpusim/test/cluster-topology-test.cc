@@ -499,3 +499,119 @@ TEST(ClusterTopology, DualHomedNicAndBackToBackNics)
         EXPECT_THROW(t->Route(2, 1, h), std::runtime_error);
     }
 }
+
+TEST(ClusterTopology, NvSwitchEndpointsRouteOverOneNvLink)
+{
+    // NVLS transfers go from a GPU to its server's NVSwitch and back: one NVLink hop each,
+    // the GPU's own link in each direction, and never the NIC.
+    auto t = Build(SmallSpec("rail"));
+    const uint32_t sw1 = t->NvSwitchEndpoint(9); // server 1
+    EXPECT_TRUE(ClusterTopology::IsSwitchEndpoint(sw1));
+    EXPECT_FALSE(ClusterTopology::IsSwitchEndpoint(9));
+    EXPECT_EQ(t->NvSwitchEndpoint(15), sw1);
+    EXPECT_NE(t->NvSwitchEndpoint(0), sw1);
+    EXPECT_EQ(t->ServerOf(sw1), 1u);
+    const uint32_t swVertex = sw1 - ClusterTopology::kSwitchEndpoint;
+    EXPECT_EQ(t->Vertices()[swVertex].type, TopoVertexType::NvSwitch);
+    const auto up = t->Route(9, sw1, 7);
+    ASSERT_EQ(up.size(), 1u);
+    EXPECT_EQ(t->Links()[up[0]].from, t->GpuVertex(9));
+    EXPECT_EQ(t->Links()[up[0]].to, swVertex);
+    EXPECT_EQ(t->Links()[up[0]].kind, TopoLinkKind::NvLink);
+    const auto down = t->Route(sw1, 12, 7);
+    ASSERT_EQ(down.size(), 1u);
+    EXPECT_EQ(t->Links()[down[0]].from, swVertex);
+    EXPECT_EQ(t->Links()[down[0]].to, t->GpuVertex(12));
+    // The GPU -> GPU route through the switch uses the same two links.
+    const auto gg = t->Route(9, 12, 7);
+    ASSERT_EQ(gg.size(), 2u);
+    EXPECT_EQ(gg[0], up[0]);
+    EXPECT_EQ(gg[1], down[0]);
+    EXPECT_DOUBLE_EQ(t->PathLatency(up) * 1e6, SmallSpec("rail").nvlinkLatencyUs);
+    // Another server's switch is not one NVLink away; unknown endpoints are rejected.
+    EXPECT_THROW(t->Route(0, sw1, 0), std::runtime_error);
+    EXPECT_THROW(t->Route(ClusterTopology::kSwitchEndpoint + t->GpuVertex(0), 1, 0),
+                 std::runtime_error);
+}
+
+TEST(ClusterTopology, GpuWithoutNvSwitchHasNoSwitchEndpoint)
+{
+    // A custom server whose GPUs only have PCIe (no NVLink): no NVLS endpoint.
+    auto t = CreateObject<ClusterTopology>();
+    TopoVertex g;
+    g.type = TopoVertexType::Gpu;
+    g.name = "gpu0";
+    const uint32_t gv = t->AddVertex(g);
+    TopoVertex n;
+    n.type = TopoVertexType::Nic;
+    n.name = "nic0";
+    const uint32_t nv = t->AddVertex(n);
+    t->AddDuplexLink(gv, nv, 64e9 * 8, 1e-6, TopoLinkKind::Pcie);
+    t->SetGpu(0, gv, 0, nv);
+    EXPECT_THROW(t->NvSwitchEndpoint(0), std::runtime_error);
+}
+
+TEST(ClusterSpec, PresetsCarryTheirNcclCalibration)
+{
+    // Each value as cluster-spec.cc and doc/design.md derive it from its source.
+    ClusterSpec h;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h100", h));
+    EXPECT_EQ(h.nccl.name, "dgx-h100");
+    EXPECT_TRUE(h.nccl.nvls);                                    // NVSwitch 3: NVLink SHARP
+    EXPECT_NEAR(h.nccl.nvlinkEfficiency * 450, 370, 1e-9);       // ring ~370 GB/s busbw
+    EXPECT_NEAR(h.nccl.netEfficiency * 50, 47, 1e-9);            // 46-48 GB/s per NDR NIC
+    EXPECT_NEAR(h.nccl.nvlsEfficiency * 450, 480.0 * 9 / 14, 1e-9); // NVLS 480 GB/s busbw
+    EXPECT_EQ(h.nccl.nvlsChannels, 16u);
+    EXPECT_DOUBLE_EQ(h.nccl.llMaxBusGBps[0], 141.0);
+    using gpusim::NcclAlgo;
+    using gpusim::NcclHop;
+    using gpusim::NcclProto;
+    EXPECT_DOUBLE_EQ(h.nccl.HopUs(NcclHop::Intra, NcclAlgo::Ring, NcclProto::Simple), 3.4);
+    EXPECT_DOUBLE_EQ(h.nccl.HopUs(NcclHop::Inter, NcclAlgo::Ring, NcclProto::LL), 2.7);
+    EXPECT_DOUBLE_EQ(h.nccl.HopUs(NcclHop::Inter, NcclAlgo::NvlsTree, NcclProto::Simple), 14.0);
+    EXPECT_DOUBLE_EQ(h.nccl.BaseUs(NcclAlgo::Tree, NcclProto::LL128), 14.0);
+    // NVLS: launch + four stages of the Simple NVLink step = NCCL's 25 us.
+    EXPECT_NEAR(h.nccl.BaseUs(NcclAlgo::Nvls, NcclProto::Simple) +
+                    4 * h.nccl.HopUs(NcclHop::Intra, NcclAlgo::Nvls, NcclProto::Simple),
+                25.0, 1e-9);
+    EXPECT_DOUBLE_EQ(h.nccl.ProtoFactor(NcclAlgo::Ring, NcclProto::LL128), 0.92);
+    EXPECT_TRUE(h.nccl.hopIncludesWire);
+
+    ClusterSpec a;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-a100", a));
+    EXPECT_FALSE(a.nccl.nvls); // NVSwitch 2: no in-switch reduction
+    EXPECT_NEAR(a.nccl.nvlinkEfficiency * 300, 235, 1e-9); // NCCL's A100 busbw cap
+    EXPECT_DOUBLE_EQ(a.nccl.llMaxBusGBps[0], 87.7);
+    EXPECT_DOUBLE_EQ(a.nccl.llMaxBusGBps[1], 22.5); // AMD hosts
+
+    ClusterSpec h200;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h200", h200));
+    EXPECT_EQ(h200.gpuModel, "h200-sxm");
+    EXPECT_TRUE(h200.nccl.nvls);
+    EXPECT_NO_THROW(gpusim::ValidateClusterSpec(h200));
+
+    // A spec built by hand keeps the generic, uncalibrated numbers (no NVLS).
+    ClusterSpec custom;
+    EXPECT_EQ(custom.nccl.name, "generic");
+    EXPECT_FALSE(custom.nccl.nvls);
+    EXPECT_DOUBLE_EQ(custom.nccl.nvlinkEfficiency, 1.0);
+    EXPECT_FALSE(custom.nccl.hopIncludesWire);
+}
+
+TEST(ClusterSpec, YamlCalibrationKeys)
+{
+    const ClusterSpec s = gpusim::ParseClusterSpecYaml("preset: dgx-a100\n"
+                                                       "nvls: true\n"
+                                                       "nvls_efficiency: 0.6\n"
+                                                       "netEfficiency: 0.9\n",
+                                                       "inline");
+    EXPECT_TRUE(s.nccl.nvls);
+    EXPECT_DOUBLE_EQ(s.nccl.nvlsEfficiency, 0.6);
+    EXPECT_DOUBLE_EQ(s.nccl.netEfficiency, 0.9);
+    EXPECT_NEAR(s.nccl.nvlinkEfficiency * 300, 235, 1e-9); // the preset's, untouched
+    EXPECT_NE(YamlError("preset: dgx-h100\nnvls: maybe\n").find("expected true or false"),
+              std::string::npos);
+    EXPECT_NE(YamlError("preset: dgx-h100\nnvlinkEfficiency: 1.5\n").find("nvlinkEfficiency"),
+              std::string::npos);
+    EXPECT_NE(YamlError("nvls: true\n").find("nvlsEfficiency"), std::string::npos);
+}

@@ -15,6 +15,7 @@
 #include "ns3/string.h"
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
+#include "ns3/validate-command.h"
 
 #include <chrono>
 #include <cmath>
@@ -85,9 +86,10 @@ void
 ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
 {
     const std::string algo = o.Get("algo", "auto");
-    if (algo != "auto" && algo != "ring" && algo != "tree")
+    if (algo != "auto" && algo != "ring" && algo != "tree" && algo != "nvls" &&
+        algo != "nvlstree")
     {
-        throw UsageError("--algo must be ring, tree or auto");
+        throw UsageError("--algo must be ring, tree, nvls, nvlstree or auto");
     }
     const std::string proto = o.Get("proto", "auto");
     if (proto != "auto" && proto != "simple" && proto != "ll128" && proto != "ll")
@@ -140,6 +142,7 @@ PrintUsage(std::ostream& os)
           "  record       run a CUDA/NCCL program on the shim and write its trace directory\n"
           "  run          run a CUDA/NCCL program live on the simulated cluster (its own timers\n"
           "               read simulated time)\n"
+          "  validate     the NCCL model against published nccl-tests results\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -149,12 +152,13 @@ void
 PrintCollectiveUsage(std::ostream& os)
 {
     os << "usage: gpusim collective [options]\n"
-          "  --preset NAME         cluster preset (dgx-h100, dgx-a100); default dgx-h100\n"
+          "  --preset NAME         cluster preset (dgx-h100, dgx-h200, dgx-a100); default\n"
+          "                        dgx-h100\n"
           "  --cluster FILE        cluster spec in YAML (instead of --preset)\n"
           "  --servers N --gpus-per-server G --nics-per-server K --nic-gbps X --nvlink-gbps Y\n"
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
-          "  --algo ring|tree|auto --proto simple|ll128|ll|auto --channels C\n"
+          "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
           "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
           "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
@@ -739,6 +743,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "run")
     {
         return RunCommand(rest, out, err);
+    }
+    if (cmd == "validate")
+    {
+        return ValidateCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {

@@ -1,0 +1,552 @@
+#include "ns3/nccl-algorithms.h"
+
+#include "ns3/log.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("NcclAlgorithms");
+
+CollectiveExecutor::~CollectiveExecutor() = default;
+
+// ------------------------------------------------------------------ ring and chain
+
+PipelineExecutor::PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bool chain,
+                                   uint32_t items, double itemBytes, uint32_t depth,
+                                   uint32_t itemsPerLoop, SendFn send)
+    : m_orders(std::move(orders)),
+      m_chain(chain),
+      m_items(items),
+      m_itemBytes(itemBytes),
+      m_depth(std::max<uint32_t>(1, depth)),
+      m_itemsPerLoop(itemsPerLoop),
+      m_send(std::move(send))
+{
+    const size_t n = m_orders.front().size();
+    m_joined.assign(n, false);
+    m_channelsDone.assign(n, 0);
+    m_state.assign(m_orders.size(), std::vector<Pos>(n));
+    m_posOf.assign(m_orders.size(), std::vector<uint32_t>(n));
+    for (size_t c = 0; c < m_orders.size(); ++c)
+    {
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            m_posOf[c][m_orders[c][p]] = p;
+        }
+    }
+}
+
+void
+PipelineExecutor::Join(uint32_t r)
+{
+    m_joined[r] = true;
+    for (uint32_t c = 0; c < m_orders.size(); ++c)
+    {
+        uint32_t p = m_posOf[c][r];
+        Advance(c, p);
+        CheckDone(c, p);
+    }
+}
+
+uint32_t
+PipelineExecutor::N() const
+{
+    return m_orders.front().size();
+}
+
+uint32_t
+PipelineExecutor::SendTotal(uint32_t p) const
+{
+    return m_chain && p == N() - 1 ? 0 : m_items;
+}
+
+uint32_t
+PipelineExecutor::RecvTotal(uint32_t p) const
+{
+    return m_chain && p == 0 ? 0 : m_items;
+}
+
+uint32_t
+PipelineExecutor::NeedRecv(uint32_t p, uint32_t i) const
+{
+    return m_chain ? (p == 0 ? 0 : i + 1) : i;
+}
+
+void
+PipelineExecutor::Advance(uint32_t c, uint32_t p)
+{
+    Pos& s = m_state[c][p];
+    const uint32_t rank = m_orders[c][p];
+    if (!m_joined[rank])
+    {
+        return;
+    }
+    while (s.launched < SendTotal(p) && s.launched - s.sent < m_depth &&
+           s.recvd >= NeedRecv(p, s.launched))
+    {
+        const uint32_t next = (p + 1) % N();
+        const bool pipelined = !m_chain && s.launched >= m_itemsPerLoop;
+        ++s.launched;
+        ++transfers;
+        // Captures stay within std::function's small buffer: no allocation per transfer.
+        m_send(rank, m_orders[c][next], m_itemBytes, c, pipelined, [this, c, p]() {
+            const uint32_t next = (p + 1) % N();
+            ++m_state[c][p].sent;
+            ++m_state[c][next].recvd;
+            Advance(c, next);
+            Advance(c, p);
+            CheckDone(c, next);
+            CheckDone(c, p);
+        });
+    }
+}
+
+void
+PipelineExecutor::CheckDone(uint32_t c, uint32_t p)
+{
+    Pos& s = m_state[c][p];
+    const uint32_t rank = m_orders[c][p];
+    if (s.done || !m_joined[rank] || s.sent < SendTotal(p) || s.recvd < RecvTotal(p))
+    {
+        return;
+    }
+    s.done = true;
+    if (++m_channelsDone[rank] == m_orders.size())
+    {
+        onRankDone(rank);
+    }
+}
+
+// ------------------------------------------------------------------ double binary tree
+
+TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
+                           uint32_t depth, SendFn send)
+    : m_trees(std::move(trees)),
+      m_chunks(chunks),
+      m_chunkBytes(chunkBytes),
+      m_depth(std::max<uint32_t>(1, depth)),
+      m_send(std::move(send))
+{
+    const size_t n = m_trees.front().parent.size();
+    m_joined.assign(n, false);
+    m_treesDone.assign(n, 0);
+    m_state.resize(m_trees.size());
+    for (size_t t = 0; t < m_trees.size(); ++t)
+    {
+        m_state[t].resize(n);
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            Node& s = m_state[t][r];
+            s.upFromChild.assign(m_trees[t].children[r].size(), 0);
+            s.downLaunched.assign(m_trees[t].children[r].size(), 0);
+            s.downSent.assign(m_trees[t].children[r].size(), 0);
+        }
+    }
+}
+
+void
+TreeExecutor::Join(uint32_t r)
+{
+    m_joined[r] = true;
+    for (uint32_t t = 0; t < m_trees.size(); ++t)
+    {
+        Advance(t, r);
+    }
+}
+
+uint32_t
+TreeExecutor::Reduced(uint32_t t, uint32_t r) const
+{
+    // Chunks whose reduction over this node's subtree is complete.
+    const Node& s = m_state[t][r];
+    uint32_t k = m_chunks;
+    for (uint32_t v : s.upFromChild)
+    {
+        k = std::min(k, v);
+    }
+    return k;
+}
+
+uint32_t
+TreeExecutor::Final(uint32_t t, uint32_t r) const
+{
+    // Chunks of the final result this node holds.
+    return m_trees[t].parent[r] < 0 ? Reduced(t, r) : m_state[t][r].downRecvd;
+}
+
+void
+TreeExecutor::Advance(uint32_t t, uint32_t r)
+{
+    if (!m_joined[r])
+    {
+        return;
+    }
+    Node& s = m_state[t][r];
+    const int32_t parent = m_trees[t].parent[r];
+    if (parent >= 0)
+    {
+        while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < m_depth)
+        {
+            ++s.upLaunched;
+            ++transfers;
+            const uint32_t p = static_cast<uint32_t>(parent);
+            m_send(r, p, m_chunkBytes, 2 * t, false, [this, t, r]() {
+                const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+                const size_t idx = ChildIndex(t, p, r);
+                ++m_state[t][r].upSent;
+                ++m_state[t][p].upFromChild[idx];
+                Advance(t, p);
+                Advance(t, r);
+            });
+        }
+    }
+    const auto& kids = m_trees[t].children[r];
+    for (size_t i = 0; i < kids.size(); ++i)
+    {
+        while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < m_depth)
+        {
+            ++s.downLaunched[i];
+            ++transfers;
+            const uint32_t child = kids[i];
+            const uint64_t key = (uint64_t(t) << 48) | (uint64_t(i) << 32) | r;
+            m_send(r, child, m_chunkBytes, 2 * t + 1, false, [this, key]() {
+                const uint32_t t = key >> 48;
+                const size_t i = (key >> 32) & 0xffff;
+                const uint32_t r = key & 0xffffffff;
+                const uint32_t child = m_trees[t].children[r][i];
+                ++m_state[t][r].downSent[i];
+                ++m_state[t][child].downRecvd;
+                Advance(t, child);
+                Advance(t, r);
+            });
+        }
+    }
+    CheckDone(t, r);
+}
+
+size_t
+TreeExecutor::ChildIndex(uint32_t t, uint32_t parent, uint32_t child) const
+{
+    const auto& kids = m_trees[t].children[parent];
+    return std::find(kids.begin(), kids.end(), child) - kids.begin();
+}
+
+void
+TreeExecutor::CheckDone(uint32_t t, uint32_t r)
+{
+    Node& s = m_state[t][r];
+    if (s.done || Final(t, r) < m_chunks)
+    {
+        return;
+    }
+    if (m_trees[t].parent[r] >= 0 && s.upSent < m_chunks)
+    {
+        return;
+    }
+    for (uint32_t sent : s.downSent)
+    {
+        if (sent < m_chunks)
+        {
+            return;
+        }
+    }
+    s.done = true;
+    if (++m_treesDone[r] == m_trees.size())
+    {
+        onRankDone(r);
+    }
+}
+
+// ------------------------------------------------------------------ all-to-all
+
+DirectExecutor::DirectExecutor(uint32_t n, double blockBytes, SendFn send)
+    : m_n(n),
+      m_blockBytes(blockBytes),
+      m_send(std::move(send)),
+      m_joined(n, false),
+      m_pending(n, 0)
+{
+}
+
+void
+DirectExecutor::Join(uint32_t r)
+{
+    m_joined[r] = true;
+    m_pending[r] += 2 * (m_n - 1); // its sends and its receives
+    if (m_n == 1)
+    {
+        onRankDone(r);
+        return;
+    }
+    // Pair with every rank already joined, in rank order (deterministic).
+    for (uint32_t d = 1; d < m_n; ++d)
+    {
+        const uint32_t j = (r + d) % m_n;
+        if (!m_joined[j])
+        {
+            continue;
+        }
+        Start(r, j);
+        Start(j, r);
+    }
+}
+
+void
+DirectExecutor::Start(uint32_t from, uint32_t to)
+{
+    ++transfers;
+    m_send(from, to, m_blockBytes, from, false, [this, from, to]() {
+        Finish(from);
+        Finish(to);
+    });
+}
+
+void
+DirectExecutor::Finish(uint32_t r)
+{
+    if (--m_pending[r] == 0)
+    {
+        onRankDone(r);
+    }
+}
+
+// ------------------------------------------------------------------ NVLS and NVLSTree
+
+NvlsExecutor::NvlsExecutor(std::vector<std::vector<uint32_t>> servers,
+                           std::vector<CollectiveTree> trees, uint32_t loops, double loopBytes,
+                           uint32_t depth, SendFn send)
+    : m_servers(std::move(servers)),
+      m_trees(std::move(trees)),
+      m_loops(std::max<uint32_t>(1, loops)),
+      m_loopBytes(loopBytes),
+      m_depth(std::max<uint32_t>(1, depth)),
+      m_send(std::move(send))
+{
+    m_ppn = m_servers.front().size();
+    for (const auto& g : m_servers)
+    {
+        NS_ABORT_MSG_IF(g.size() != m_ppn, "NVLS needs the same number of GPUs on every server");
+        m_n += g.size();
+    }
+    m_serverOf.assign(m_n, 0);
+    m_headOf.assign(m_n, 0);
+    for (uint32_t s = 0; s < m_servers.size(); ++s)
+    {
+        for (uint32_t h = 0; h < m_ppn; ++h)
+        {
+            m_serverOf[m_servers[s][h]] = s;
+            m_headOf[m_servers[s][h]] = h;
+        }
+    }
+    m_joined.assign(m_n, false);
+    m_upQueued.assign(m_n, 0);
+    m_loopsReceived.assign(m_n, 0);
+    m_upArrived.assign(size_t(m_loops) * NServers(), 0);
+    m_mcArrived.assign(size_t(m_loops) * NServers(), 0);
+    m_heads.resize(size_t(m_loops) * NServers() * m_ppn);
+}
+
+uint32_t
+NvlsExecutor::NServers() const
+{
+    return m_servers.size();
+}
+
+uint32_t
+NvlsExecutor::Switch(uint32_t s) const
+{
+    return m_n + s;
+}
+
+NvlsExecutor::Head&
+NvlsExecutor::HeadState(uint32_t loop, uint32_t s, uint32_t h)
+{
+    return m_heads[(size_t(loop) * NServers() + s) * m_ppn + h];
+}
+
+void
+NvlsExecutor::Join(uint32_t r)
+{
+    m_joined[r] = true;
+    TryUp(r);
+}
+
+void
+NvlsExecutor::TryUp(uint32_t r)
+{
+    // A GPU queues its contribution to every loop at once; its FIFO connection to the switch
+    // sends them one after another.
+    const uint32_t s = m_serverOf[r];
+    while (m_upQueued[r] < m_loops)
+    {
+        const uint32_t loop = m_upQueued[r]++;
+        Queue(kUp, loop, s, m_headOf[r], 0, r, Switch(s), m_loopBytes);
+    }
+}
+
+void
+NvlsExecutor::Queue(Stage st, uint32_t loop, uint32_t s, uint32_t h, uint32_t t, uint32_t from,
+                    uint32_t to, double bytes)
+{
+    const uint64_t conn = (uint64_t(st) << 56) | (uint64_t(t) << 55) |
+                          (uint64_t(from & 0x7ffffff) << 27) | (to & 0x7ffffff);
+    const uint32_t id = m_sends.size();
+    m_sends.push_back(Send{st, loop, s, h, t, from, to, bytes, conn});
+    m_conns[conn].queue.push_back(id);
+    Pump(conn);
+}
+
+void
+NvlsExecutor::Pump(uint64_t conn)
+{
+    Conn& c = m_conns[conn];
+    while (c.inFlight < m_depth && !c.queue.empty())
+    {
+        const uint32_t id = c.queue.front();
+        c.queue.pop_front();
+        ++c.inFlight;
+        ++transfers;
+        const Send& snd = m_sends[id];
+        // Flow keys: the stage and the head's rail (and tree), for ECMP and the route cache.
+        const uint64_t key = (uint64_t(snd.stage) << 32) | (uint64_t(snd.tree) << 31) | snd.head;
+        m_send(snd.from, snd.to, snd.bytes, key, false, [this, id]() { Delivered(id); });
+    }
+}
+
+void
+NvlsExecutor::Delivered(uint32_t id)
+{
+    const Send snd = m_sends[id];
+    Conn& c = m_conns[snd.conn];
+    --c.inFlight;
+    Pump(snd.conn);
+    const size_t ls = size_t(snd.loop) * NServers() + snd.server;
+    switch (snd.stage)
+    {
+    case kUp:
+        if (++m_upArrived[ls] == m_ppn)
+        {
+            // In-switch reduction complete: reduced shard h to head h.
+            for (uint32_t h = 0; h < m_ppn; ++h)
+            {
+                Queue(kReduced, snd.loop, snd.server, h, 0, Switch(snd.server),
+                      m_servers[snd.server][h], m_loopBytes / m_ppn);
+            }
+        }
+        break;
+    case kReduced:
+        HeadState(snd.loop, snd.server, snd.head).reduced = true;
+        Progress(snd.loop, snd.server, snd.head);
+        break;
+    case kTreeUp:
+        // Arrived at the parent server's head (snd.server is the parent).
+        ++HeadState(snd.loop, snd.server, snd.head).childUp[snd.tree];
+        Progress(snd.loop, snd.server, snd.head);
+        break;
+    case kTreeDown:
+        HeadState(snd.loop, snd.server, snd.head).final[snd.tree] = true;
+        Progress(snd.loop, snd.server, snd.head);
+        break;
+    case kMcUp:
+        if (++m_mcArrived[ls] == m_ppn)
+        {
+            for (uint32_t r : m_servers[snd.server])
+            {
+                Queue(kMcDown, snd.loop, snd.server, m_headOf[r], 0, Switch(snd.server), r,
+                      m_loopBytes);
+            }
+        }
+        break;
+    case kMcDown: {
+        const uint32_t r = snd.to;
+        if (++m_loopsReceived[r] == m_loops)
+        {
+            onRankDone(r);
+        }
+        break;
+    }
+    }
+}
+
+void
+NvlsExecutor::Progress(uint32_t loop, uint32_t s, uint32_t h)
+{
+    Head& hs = HeadState(loop, s, h);
+    if (!hs.reduced)
+    {
+        return;
+    }
+    const uint32_t me = m_servers[s][h];
+    const double part = m_loopBytes / m_ppn / std::max<size_t>(1, m_trees.size());
+    bool allFinal = true;
+    for (uint32_t t = 0; t < m_trees.size(); ++t)
+    {
+        const CollectiveTree& tree = m_trees[t];
+        const auto& kids = tree.children[s];
+        if (!hs.upDone[t] && hs.childUp[t] == kids.size())
+        {
+            hs.upDone[t] = true;
+            if (tree.parent[s] < 0)
+            {
+                hs.final[t] = true; // the root holds the reduction over all servers
+            }
+            else
+            {
+                const uint32_t p = static_cast<uint32_t>(tree.parent[s]);
+                Queue(kTreeUp, loop, p, h, t, me, m_servers[p][h], part);
+            }
+        }
+        if (hs.final[t] && !hs.downSent[t])
+        {
+            hs.downSent[t] = true;
+            for (uint32_t k : kids)
+            {
+                Queue(kTreeDown, loop, k, h, t, me, m_servers[k][h], part);
+            }
+        }
+        allFinal = allFinal && hs.final[t];
+    }
+    if (allFinal && !hs.mcSent)
+    {
+        hs.mcSent = true;
+        Queue(kMcUp, loop, s, h, 0, me, Switch(s), m_loopBytes / m_ppn);
+    }
+}
+
+// ------------------------------------------------------------------ helpers
+
+uint32_t
+TreeChunks(double perTreeBytes, uint64_t chunkBytes)
+{
+    const double chunk = std::min<double>(chunkBytes, 256.0 * 1024);
+    return static_cast<uint32_t>(std::clamp(std::ceil(perTreeBytes / chunk), 1.0, 128.0));
+}
+
+std::vector<CollectiveTree>
+DoubleBinaryTree(uint32_t n)
+{
+    std::vector<CollectiveTree> trees(2);
+    for (uint32_t t = 0; t < 2; ++t)
+    {
+        CollectiveTree& tree = trees[t];
+        tree.parent.assign(n, -1);
+        tree.children.assign(n, {});
+        const bool mirrored = t == 1;
+        for (uint32_t pos = 0; pos < n; ++pos)
+        {
+            const uint32_t s = mirrored ? n - 1 - pos : pos;
+            for (uint32_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < n; ++kid)
+            {
+                const uint32_t ks = mirrored ? n - 1 - kid : kid;
+                tree.parent[ks] = static_cast<int32_t>(s);
+                tree.children[s].push_back(ks);
+            }
+        }
+    }
+    return trees;
+}
+
+} // namespace ns3

@@ -1,0 +1,227 @@
+/*
+ * The NCCL model's algorithms as step-graph executors (NCCL's src/device/ kernels): one
+ * executor per collective instance; a step is a transfer through the send function, started
+ * when its inputs are present on the sending rank.
+ *  - PipelineExecutor: rings (AllReduce, AllGather, ReduceScatter) and chains (Broadcast, Reduce)
+ *  - TreeExecutor: double binary tree AllReduce
+ *  - DirectExecutor: AllToAll
+ *  - NvlsExecutor: NVLink SHARP AllReduce inside a server (NVLS) and, with trees over the
+ *    servers, NVLS inside each server plus trees between them (NVLSTree)
+ * Internal to the NCCL model (nccl-collective.cc creates them); exposed for tests.
+ */
+#ifndef GPUSIM_NCCL_ALGORITHMS_H
+#define GPUSIM_NCCL_ALGORITHMS_H
+
+#include "ns3/nccl-collective.h"
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/// Moves `bytes` of payload from node `from` to node `to` (comm ranks, or the switch nodes an
+/// executor names above them); `pipelined` steps stream behind an earlier step of the same
+/// connection and pay no step latency of their own.
+using SendFn = std::function<void(uint32_t from, uint32_t to, double bytes, uint64_t flowKey,
+                                  bool pipelined, std::function<void()> delivered)>;
+
+/// Ring (AllReduce, AllGather, ReduceScatter) and chain (Broadcast, Reduce) pipelines. Each
+/// channel has its own order of comm ranks; a position sends items to the next position.
+/// Ring: item i may be sent once items < i arrived from the previous position.
+/// Chain: position 0 is the source; others forward item i after receiving it.
+/// Ring items beyond the first `itemsPerLoop` stream behind the first loop (NCCL pipelines its
+/// loops slice by slice), so a ring pays each step's latency once, not once per loop.
+class PipelineExecutor : public CollectiveExecutor
+{
+  public:
+    PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bool chain, uint32_t items,
+                     double itemBytes, uint32_t depth, uint32_t itemsPerLoop, SendFn send);
+    void Join(uint32_t r) override;
+
+  private:
+    struct Pos
+    {
+        uint32_t launched = 0;
+        uint32_t sent = 0;  //!< delivered sends
+        uint32_t recvd = 0; //!< delivered receives
+        bool done = false;
+    };
+
+    uint32_t N() const;
+    uint32_t SendTotal(uint32_t p) const;
+    uint32_t RecvTotal(uint32_t p) const;
+    uint32_t NeedRecv(uint32_t p, uint32_t i) const;
+    void Advance(uint32_t c, uint32_t p);
+    void CheckDone(uint32_t c, uint32_t p);
+
+    std::vector<std::vector<uint32_t>> m_orders;
+    bool m_chain;
+    uint32_t m_items;
+    double m_itemBytes;
+    uint32_t m_depth;
+    uint32_t m_itemsPerLoop;
+    SendFn m_send;
+    std::vector<bool> m_joined;
+    std::vector<uint32_t> m_channelsDone;
+    std::vector<std::vector<Pos>> m_state;
+    std::vector<std::vector<uint32_t>> m_posOf;
+};
+
+/// Double binary tree AllReduce: each tree reduces its half of the data towards the root in
+/// pipelined chunks, then broadcasts it back down.
+class TreeExecutor : public CollectiveExecutor
+{
+  public:
+    TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
+                 uint32_t depth, SendFn send);
+    void Join(uint32_t r) override;
+
+  private:
+    struct Node
+    {
+        std::vector<uint32_t> upFromChild; //!< chunks received from each child
+        uint32_t upLaunched = 0;
+        uint32_t upSent = 0;
+        uint32_t downRecvd = 0; //!< chunks received from the parent
+        std::vector<uint32_t> downLaunched;
+        std::vector<uint32_t> downSent;
+        bool done = false;
+    };
+
+    uint32_t Reduced(uint32_t t, uint32_t r) const;
+    uint32_t Final(uint32_t t, uint32_t r) const;
+    void Advance(uint32_t t, uint32_t r);
+    size_t ChildIndex(uint32_t t, uint32_t parent, uint32_t child) const;
+    void CheckDone(uint32_t t, uint32_t r);
+
+    std::vector<CollectiveTree> m_trees;
+    uint32_t m_chunks;
+    double m_chunkBytes;
+    uint32_t m_depth;
+    SendFn m_send;
+    std::vector<bool> m_joined;
+    std::vector<uint32_t> m_treesDone;
+    std::vector<std::vector<Node>> m_state;
+};
+
+/// AllToAll as direct sends: rank i sends its block to rank j once both have launched.
+class DirectExecutor : public CollectiveExecutor
+{
+  public:
+    DirectExecutor(uint32_t n, double blockBytes, SendFn send);
+    void Join(uint32_t r) override;
+
+  private:
+    void Start(uint32_t from, uint32_t to);
+    void Finish(uint32_t r);
+
+    uint32_t m_n;
+    double m_blockBytes;
+    SendFn m_send;
+    std::vector<bool> m_joined;
+    std::vector<uint32_t> m_pending;
+};
+
+/**
+ * NVLink SHARP AllReduce, in loops (NCCL's NVLS / NVLSTree patterns). Every server has `ppn`
+ * member GPUs on one NVSwitch (switch node `n + server`); GPU h of a server is the head of
+ * shard h (1/ppn of each loop). Per loop and server:
+ *  1. reduce: every GPU sends its loop data to the switch (in-switch reduction);
+ *  2. once all have, the switch sends reduced shard h to head h;
+ *  3. (NVLSTree) the heads h of all servers reduce and broadcast their shard over two mirrored
+ *     trees of servers (half of the shard each), GPU h to GPU h, i.e. over rail h;
+ *  4. multicast: head h sends its final shard to the switch; once all heads have, the switch
+ *     sends the whole loop result to every GPU.
+ * Every (stage, source, destination) pair is a FIFO connection of `depth` transfers in flight,
+ * so loop l+1's reduce overlaps loop l's later stages as NCCL's warps do.
+ */
+class NvlsExecutor : public CollectiveExecutor
+{
+  public:
+    NvlsExecutor(std::vector<std::vector<uint32_t>> servers, std::vector<CollectiveTree> trees,
+                 uint32_t loops, double loopBytes, uint32_t depth, SendFn send);
+    void Join(uint32_t r) override;
+
+  private:
+    enum Stage : uint8_t
+    {
+        kUp = 0,      //!< GPU -> switch, loop data
+        kReduced = 1, //!< switch -> head, reduced shard
+        kTreeUp = 2,  //!< head -> parent server's head
+        kTreeDown = 3,
+        kMcUp = 4,   //!< head -> switch, final shard
+        kMcDown = 5, //!< switch -> GPU, loop result
+    };
+    struct Send
+    {
+        Stage stage;
+        uint32_t loop;
+        uint32_t server; //!< server of the receiving side's shard state
+        uint32_t head;
+        uint32_t tree;
+        uint32_t from;
+        uint32_t to;
+        double bytes;
+        uint64_t conn;
+    };
+    struct Conn
+    {
+        uint32_t inFlight = 0;
+        uint32_t started = 0;
+        std::deque<uint32_t> queue; //!< send ids waiting
+    };
+    struct Head
+    {
+        bool reduced = false;         //!< shard reduced inside the server
+        uint32_t childUp[2] = {0, 0}; //!< partial reductions received from child servers
+        bool upDone[2] = {false, false};
+        bool final[2] = {false, false}; //!< holds the reduction over all servers
+        bool downSent[2] = {false, false};
+        bool mcSent = false;
+    };
+
+    uint32_t NServers() const;
+    uint32_t Switch(uint32_t s) const;
+    Head& HeadState(uint32_t loop, uint32_t s, uint32_t h);
+    void Queue(Stage st, uint32_t loop, uint32_t s, uint32_t h, uint32_t t, uint32_t from,
+               uint32_t to, double bytes);
+    void Pump(uint64_t conn);
+    void Delivered(uint32_t id);
+    void Progress(uint32_t loop, uint32_t s, uint32_t h);
+    void TryUp(uint32_t r);
+
+    std::vector<std::vector<uint32_t>> m_servers;
+    std::vector<CollectiveTree> m_trees; //!< over server indices; empty on one server
+    uint32_t m_n = 0;
+    uint32_t m_ppn = 0;
+    uint32_t m_loops;
+    double m_loopBytes;
+    uint32_t m_depth;
+    SendFn m_send;
+    std::vector<uint32_t> m_serverOf; //!< by comm rank
+    std::vector<uint32_t> m_headOf;   //!< local index by comm rank
+    std::vector<bool> m_joined;
+    std::vector<uint32_t> m_upQueued;      //!< loops whose reduce send is queued, by rank
+    std::vector<uint32_t> m_upArrived;     //!< by loop x server
+    std::vector<uint32_t> m_mcArrived;     //!< by loop x server
+    std::vector<uint32_t> m_loopsReceived; //!< multicast results received, by rank
+    std::vector<Head> m_heads;             //!< by (loop x server) x head
+    std::vector<Send> m_sends;
+    std::unordered_map<uint64_t, Conn> m_conns;
+};
+
+/// Trees pipeline in small chunks (NCCL uses a few hundred KiB) so the fill through the tree
+/// depth stays a small fraction; at most 128 chunks to bound the event count.
+uint32_t TreeChunks(double perTreeBytes, uint64_t chunkBytes);
+
+/// Two mirrored binary trees over `n` nodes (heap order and its mirror image, so a node is
+/// interior in at most one of them), as NCCL's double binary tree.
+std::vector<CollectiveTree> DoubleBinaryTree(uint32_t n);
+
+} // namespace ns3
+
+#endif // GPUSIM_NCCL_ALGORITHMS_H

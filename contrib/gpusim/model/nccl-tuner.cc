@@ -1,0 +1,548 @@
+// The tuner (NCCL's src/graph/tuning.cc and the algorithm choice in src/enqueue.cc): for every
+// (algorithm, protocol) a closed-form time = launch latency + dependency depth x per-step
+// latency + the busiest link's bytes / (capacity x efficiency) x pipeline fill, from the
+// algorithm's real transfers on the real routes and the cluster's calibration; the fastest
+// wins. See doc/design.md, "Auto selection".
+#include "ns3/nccl-algorithms.h"
+#include "ns3/nccl-collective.h"
+
+#include "ns3/log.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("NcclTuner");
+
+using gpusim::CollKind;
+using gpusim::NcclAlgo;
+using gpusim::NcclCalibration;
+using gpusim::NcclHop;
+using gpusim::NcclProto;
+
+namespace
+{
+
+Time
+Us(double us)
+{
+    return NanoSeconds(static_cast<int64_t>(std::llround(us * 1e3)));
+}
+
+/// nccl-tests' bus bandwidth factor: busbw = algbw x factor.
+double
+BusFactor(CollKind k, uint32_t n)
+{
+    switch (k)
+    {
+    case CollKind::AllReduce:
+        return 2.0 * (n - 1) / n;
+    case CollKind::AllGather:
+    case CollKind::ReduceScatter:
+    case CollKind::AllToAll:
+        return double(n - 1) / n;
+    default:
+        return 1.0;
+    }
+}
+
+NcclAlgo
+AlgoRow(const std::string& algo)
+{
+    NcclAlgo a = NcclAlgo::Ring;
+    gpusim::ParseNcclAlgo(algo, a);
+    return a;
+}
+
+NcclProto
+ProtoColumn(const std::string& proto)
+{
+    NcclProto p = NcclProto::Simple;
+    gpusim::ParseNcclProto(proto, p);
+    return p;
+}
+
+} // namespace
+
+/// Loads and depths of one algorithm's transfers.
+struct NcclWorld::LinkLoads
+{
+    std::vector<double> bytes; //!< per directed link, wire bytes at protocol factor 1
+    double depth = 0;          //!< dependency depth in steps
+    double depthInter = 0;     //!< of which steps wait on a connection between servers
+    double maxWireUs = 0;      //!< longest route latency among the transfers
+};
+
+/// One candidate of the tuner.
+struct NcclWorld::Estimate
+{
+    double us = std::numeric_limits<double>::infinity();
+    double bwFactor = 1.0; //!< protocol factor x LL cap ratio
+    uint32_t loops = 1;
+};
+
+void
+NcclWorld::FillCosts(const std::string& algo, const std::string& proto,
+                     CollectivePlan& plan) const
+{
+    const NcclCalibration& cal = Calibration();
+    const NcclAlgo a = AlgoRow(algo);
+    const NcclProto p = ProtoColumn(proto);
+    if (m_efficiency > 0)
+    {
+        // Closed-form mode: one ideal factor on every link, no latencies.
+        plan.bwFactor = m_efficiency;
+        plan.nvlinkEfficiency = plan.netEfficiency = plan.nvlsEfficiency = 1.0;
+        plan.stepLatency = plan.stepLatencyInter = plan.baseLatency = Time(0);
+        plan.hopIncludesWire = false;
+        return;
+    }
+    plan.bwFactor = cal.ProtoFactor(a, p);
+    plan.nvlinkEfficiency = cal.nvlinkEfficiency;
+    plan.netEfficiency = cal.netEfficiency;
+    plan.nvlsEfficiency = cal.nvls ? cal.nvlsEfficiency : 1.0;
+    plan.stepLatency = Us(cal.HopUs(NcclHop::Intra, a, p));
+    plan.stepLatencyInter = Us(cal.HopUs(NcclHop::Inter, a, p));
+    plan.baseLatency = Us(cal.BaseUs(a, p));
+    plan.hopIncludesWire = cal.hopIncludesWire;
+}
+
+uint32_t
+NcclWorld::NvlsLoops(uint64_t bytes, uint32_t servers, uint32_t ppn) const
+{
+    // NCCL 2.26 calcCollChunking: a loop moves one chunk per (NVLS channel, head); chunks
+    // shrink for smaller collectives so that enough loops keep the pipeline busy.
+    const NcclCalibration& cal = Calibration();
+    const double lanes = double(cal.nvlsChannels) * ppn;
+    const double S = double(bytes);
+    double chunk = double(cal.nvlsChunkBytes);
+    auto shrink = [&](double times, double to) {
+        if (S < times * lanes * chunk && chunk > to)
+        {
+            chunk = to;
+        }
+    };
+    if (servers <= 1)
+    {
+        shrink(64, 65536);
+        shrink(8, 32768);
+        shrink(2, 16384);
+    }
+    else
+    {
+        if (servers >= 4)
+        {
+            chunk = std::min(chunk, 65536.0);
+        }
+        shrink(32, 262144);
+        shrink(16, 131072);
+        shrink(4, 65536);
+        shrink(1, 32768);
+    }
+    // At most 512 loops bound the event count; beyond that loops grow.
+    return static_cast<uint32_t>(std::clamp(std::ceil(S / (lanes * chunk)), 1.0, 512.0));
+}
+
+void
+NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t bytes,
+                             const Communicator& comm, uint32_t channels,
+                             const CollectivePlan& eff, LinkLoads& L) const
+{
+    Ptr<ClusterTopology> topo = GetTopology();
+    const uint32_t n = comm.GetNRanks();
+    const uint32_t C = std::max<uint32_t>(1, channels);
+    const double S = static_cast<double>(bytes);
+    L.bytes.assign(topo->Links().size(), 0.0);
+    std::vector<uint32_t> route;
+    bool anyInter = false;
+    // Adds `b` payload bytes between two endpoints on every link of the route the backends
+    // take, as wire bytes of the link class's efficiency.
+    auto addEndpoints = [&](uint32_t src, uint32_t dst, uint64_t flowKey, double b) {
+        const HopInfo& hop = Hop(src, dst);
+        const double e = hop.nvls ? eff.nvlsEfficiency
+                         : hop.inter ? eff.netEfficiency
+                                     : eff.nvlinkEfficiency;
+        topo->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), route);
+        for (uint32_t l : route)
+        {
+            L.bytes[l] += b / e;
+        }
+        L.maxWireUs = std::max(L.maxWireUs, hop.wireUs);
+        anyInter = anyInter || hop.inter;
+    };
+    auto add = [&](uint32_t fromRank, uint32_t toRank, uint64_t flowKey, double b) {
+        addEndpoints(comm.GpuOf(fromRank), comm.GpuOf(toRank), flowKey, b);
+    };
+    auto crosses = [&](uint32_t a, uint32_t b) {
+        return topo->ServerOf(comm.GpuOf(a)) != topo->ServerOf(comm.GpuOf(b));
+    };
+    L.depth = 0;
+    L.depthInter = 0;
+    if (algo == "nvls" || algo == "nvlstree")
+    {
+        // Per GPU: its data to the switch and the reduced shard back (1 + 1/ppn of S each
+        // way with the multicast); per head and tree edge: half its shard each way.
+        const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
+        const double ppn = groups.front().size();
+        for (const auto& g : groups)
+        {
+            const uint32_t sw = topo->NvSwitchEndpoint(comm.GpuOf(g.front()));
+            for (uint32_t r : g)
+            {
+                addEndpoints(comm.GpuOf(r), sw, 0, S * (1 + 1 / ppn));
+                addEndpoints(sw, comm.GpuOf(r), 0, S * (1 + 1 / ppn));
+            }
+        }
+        L.depth = 4; // reduce, reduced shard, multicast up, multicast down
+        if (groups.size() > 1)
+        {
+            const std::vector<CollectiveTree> trees = DoubleBinaryTree(groups.size());
+            uint32_t treeDepth = 0;
+            for (uint32_t t = 0; t < trees.size(); ++t)
+            {
+                for (uint32_t s = 0; s < groups.size(); ++s)
+                {
+                    uint32_t d = 0;
+                    for (int32_t a = trees[t].parent[s]; a >= 0; a = trees[t].parent[a])
+                    {
+                        ++d;
+                    }
+                    treeDepth = std::max(treeDepth, d);
+                    const int32_t p = trees[t].parent[s];
+                    if (p < 0)
+                    {
+                        continue;
+                    }
+                    for (uint32_t h = 0; h < groups[s].size(); ++h)
+                    {
+                        const uint64_t key = (uint64_t(t) << 31) | h;
+                        add(groups[s][h], groups[p][h], key, S / ppn / 2);
+                        add(groups[p][h], groups[s][h], key, S / ppn / 2);
+                    }
+                }
+            }
+            L.depthInter = 2.0 * treeDepth;
+            L.depth += L.depthInter;
+        }
+        return;
+    }
+    if (algo == "tree")
+    {
+        const double perTree = S / C;
+        std::vector<CollectiveTree> trees = comm.Trees(C);
+        double deepest = -1;
+        for (uint32_t t = 0; t < C; ++t)
+        {
+            for (uint32_t r = 0; r < n; ++r)
+            {
+                const int32_t p = trees[t].parent[r];
+                if (p >= 0)
+                {
+                    add(r, p, 2 * t, perTree);
+                    add(p, r, 2 * t + 1, perTree);
+                }
+                uint32_t d = 0;
+                uint32_t inter = 0;
+                for (int32_t c = r, a = p; a >= 0; c = a, a = trees[t].parent[a])
+                {
+                    ++d;
+                    inter += crosses(c, a) ? 1 : 0;
+                }
+                if (d > deepest)
+                {
+                    deepest = d;
+                    L.depth = d;
+                    L.depthInter = inter;
+                }
+            }
+        }
+        L.depth *= 2; // reduce up, broadcast down
+        L.depthInter *= 2;
+        return;
+    }
+    if (algo == "direct")
+    {
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            for (uint32_t j = 0; j < n; ++j)
+            {
+                if (i != j)
+                {
+                    add(i, j, i, S / n);
+                }
+            }
+        }
+        L.depth = 1;
+    }
+    else if (algo == "p2p")
+    {
+        add(0, n > 1 ? 1 : 0, 0, S);
+        L.depth = 1;
+    }
+    else
+    {
+        // Ring and chain: every hop of every channel carries its share.
+        double perHop = S / C;
+        if (kind == CollKind::AllReduce)
+        {
+            perHop *= 2.0 * (n - 1) / n;
+            L.depth = 2.0 * (n - 1);
+        }
+        else if (kind == CollKind::AllGather || kind == CollKind::ReduceScatter)
+        {
+            perHop *= double(n - 1) / n;
+            L.depth = n - 1;
+        }
+        else
+        {
+            L.depth = n - 1;
+        }
+        for (uint32_t c = 0; c < C; ++c)
+        {
+            const std::vector<uint32_t> ring = comm.RingOrder(c);
+            const uint32_t hops = algo == "chain" ? n - 1 : n;
+            for (uint32_t p = 0; p < hops; ++p)
+            {
+                add(ring[p], ring[(p + 1) % n], c, perHop);
+            }
+        }
+    }
+    // Every step waits for every connection's previous step (FIFO connections in lock step):
+    // one connection between servers gates them all.
+    L.depthInter = anyInter ? L.depth : 0;
+}
+
+NcclWorld::Estimate
+NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::string& proto,
+                             uint64_t bytes, const Communicator& comm, uint32_t channels) const
+{
+    Estimate e;
+    const uint32_t n = comm.GetNRanks();
+    CollectivePlan costs;
+    FillCosts(algo, proto, costs);
+    e.bwFactor = costs.bwFactor;
+    if (n <= 1)
+    {
+        e.us = costs.baseLatency.GetNanoSeconds() / 1e3;
+        return e;
+    }
+    LinkLoads L;
+    AddAlgorithmLoads(kind, algo, bytes, comm, channels, costs, L);
+    Ptr<ClusterTopology> topo = GetTopology();
+    const auto& links = topo->Links();
+    double loadSec = 0;   // busiest link, at protocol factor 1
+    double nvlinkSec = 0; // busiest NVLink
+    double netSec = 0;    // busiest link outside the servers
+    for (uint32_t l = 0; l < L.bytes.size(); ++l)
+    {
+        if (L.bytes[l] > 0)
+        {
+            const double sec = L.bytes[l] * 8.0 / links[l].bitsPerSec;
+            loadSec = std::max(loadSec, sec);
+            double& classSec = links[l].kind == TopoLinkKind::NvLink ? nvlinkSec : netSec;
+            classSec = std::max(classSec, sec);
+        }
+    }
+    // LL's bus bandwidth is capped per generation (NCCL's llMaxBws).
+    const gpusim::NcclCalibration& cal = Calibration();
+    const double cap = m_efficiency > 0 ? 0 : cal.LlMaxBusGBps(comm.NumServers());
+    if (proto == "ll" && cap > 0 && loadSec > 0)
+    {
+        const double busGBps = BusFactor(kind, n) * bytes / (loadSec / e.bwFactor) / 1e9;
+        if (busGBps > cap)
+        {
+            e.bwFactor *= cap / busGBps;
+        }
+    }
+    // Per-step latency of each link class, with the route's wire latency on top (or inside).
+    const bool inside = costs.hopIncludesWire;
+    auto stepUs = [&](Time hop) {
+        const double h = hop.GetNanoSeconds() / 1e3;
+        return inside ? std::max(h, L.maxWireUs) : h + L.maxWireUs;
+    };
+    const double intraUs = stepUs(costs.stepLatency);
+    const double interUs = stepUs(costs.stepLatencyInter);
+    const double baseUs = costs.baseLatency.GetNanoSeconds() / 1e3;
+    const double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
+    if (algo == "nvls" || algo == "nvlstree")
+    {
+        // Loops stream through the stages: each loop's reduce waits its step latency on the
+        // GPU's connection to the switch (and each tree hop on its connection); the last loop
+        // then fills the remaining stages: reduced shard, multicast up and down.
+        const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
+        const double ppn = groups.front().size();
+        e.loops = NvlsLoops(bytes, groups.size(), groups.front().size());
+        const double loops = e.loops;
+        const double perLoopNv = nvlinkSec / e.bwFactor * 1e6 / loops;
+        const double perLoopNet = netSec / e.bwFactor * 1e6 / loops;
+        const double cycle = std::max(perLoopNv + intraUs, perLoopNet > 0 ? perLoopNet + interUs
+                                                                          : 0.0);
+        const double fill = perLoopNv * (1 + 2 / ppn) / (2 * (1 + 1 / ppn)) + perLoopNet;
+        e.us = baseUs + loops * cycle + fill + latencyUs - intraUs;
+        return e;
+    }
+    double fill = 1.0;
+    if (algo == "tree")
+    {
+        // Pipeline fill: each of `depth` steps moves one chunk. Most steps are NVLink chain
+        // hops, several times faster than the busiest (NIC) link that loadSec measures; a
+        // third of the busiest link's chunk time per step matches the executed trees on
+        // 4 and 16 x dgx-h100 (doc/design.md).
+        fill += L.depth / TreeChunks(double(bytes) / channels, m_chunkBytes) / 3.0;
+    }
+    else if (algo == "chain")
+    {
+        const double items = std::max(1.0, std::ceil(double(bytes) / channels / m_chunkBytes));
+        fill += (n > 2 ? n - 2 : 0) / items;
+    }
+    e.us = baseUs + latencyUs + loadSec / e.bwFactor * 1e6 * fill;
+    return e;
+}
+
+std::vector<std::string>
+NcclWorld::CandidateAlgorithms(CollKind kind, const Communicator& comm) const
+{
+    if (kind == CollKind::Send || kind == CollKind::Recv)
+    {
+        return {"p2p"};
+    }
+    if (kind == CollKind::AllToAll)
+    {
+        return {"direct"};
+    }
+    if (kind == CollKind::Broadcast || kind == CollKind::Reduce)
+    {
+        return {"chain"};
+    }
+    if (kind != CollKind::AllReduce)
+    {
+        return {"ring"};
+    }
+    const uint32_t servers = comm.NumServers();
+    // NVLS needs NVLink SHARP (the calibration says whether the NVSwitch has it) and the same
+    // number (>= 2) of members on one NVSwitch in every server; NCCL runs it alone inside one
+    // server and as NVLSTree across servers (NVLS alone across servers needs CollNet).
+    const bool nvls = Calibration().nvls && comm.GetNRanks() > 1 && !comm.NvlsGroups().empty();
+    if (m_algorithm != "auto")
+    {
+        if (m_algorithm != "ring" && m_algorithm != "tree" && m_algorithm != "nvls" &&
+            m_algorithm != "nvlstree")
+        {
+            throw std::invalid_argument("unknown NCCL algorithm '" + m_algorithm +
+                                        "' (auto, ring, tree, nvls, nvlstree)");
+        }
+        if ((m_algorithm == "nvls" || m_algorithm == "nvlstree") &&
+            (!nvls || (m_algorithm == "nvls") != (servers == 1)))
+        {
+            throw std::runtime_error(
+                "algorithm " + m_algorithm + " is not available on communicator " +
+                comm.GetId() + ": " +
+                (!Calibration().nvls ? "the cluster's NVSwitch has no NVLink SHARP"
+                 : comm.NvlsGroups().empty()
+                     ? "NVLS needs the same number (>= 2) of member GPUs on one NVSwitch per "
+                       "server"
+                 : servers == 1 ? "nvlstree needs several servers (use nvls)"
+                                : "nvls runs inside one server (use nvlstree)"));
+        }
+        return {m_algorithm};
+    }
+    std::vector<std::string> algos = {"ring"};
+    if (servers > 1)
+    {
+        algos.push_back("tree");
+    }
+    if (nvls)
+    {
+        algos.push_back(servers == 1 ? "nvls" : "nvlstree");
+    }
+    return algos;
+}
+
+CollectivePlan
+NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
+{
+    CollectivePlan plan;
+    plan.chunkBytes = m_chunkBytes;
+    plan.pipelineDepth = m_pipelineDepth;
+    Ptr<ClusterTopology> topo = GetTopology();
+    const uint32_t servers = comm.NumServers();
+    if (m_channels > 0)
+    {
+        plan.channels = m_channels;
+    }
+    else
+    {
+        // One ring per member GPU of a server when crossing servers (each leaves through its
+        // GPU's NIC; fewer NICs are shared, as NCCL's channels share them); a server's GPUs
+        // all reach the NVSwitch, so a single-server ring needs one channel in a flow model.
+        uint32_t perServer = 1;
+        if (servers > 1 && topo->GetNServers() > 0)
+        {
+            perServer = std::max<uint32_t>(1, comm.GetNRanks() / servers);
+        }
+        plan.channels = perServer;
+    }
+    if (kind == CollKind::Send || kind == CollKind::Recv || kind == CollKind::AllToAll)
+    {
+        plan.channels = 1;
+    }
+    const std::vector<std::string> algos = CandidateAlgorithms(kind, comm);
+    std::vector<std::string> protos;
+    if (m_protocol == "auto")
+    {
+        protos = {"simple", "ll128", "ll"};
+    }
+    else if (m_protocol == "simple" || m_protocol == "ll128" || m_protocol == "ll")
+    {
+        protos = {m_protocol};
+    }
+    else
+    {
+        throw std::invalid_argument("unknown NCCL protocol '" + m_protocol +
+                                    "' (auto, simple, ll128, ll)");
+    }
+    Estimate best;
+    for (const auto& a : algos)
+    {
+        const bool nvls = a == "nvls" || a == "nvlstree";
+        uint32_t ch = a == "tree" || a == "ring" || a == "chain" ? plan.channels : 1;
+        if (a == "tree" && ch % 2 == 1)
+        {
+            ++ch; // trees come in mirrored pairs
+        }
+        for (const auto& p : protos)
+        {
+            if (nvls && p != "simple" && protos.size() > 1)
+            {
+                continue; // NVLS and NVLSTree run the Simple protocol only
+            }
+            const Estimate e = EstimateCandidate(kind, a, nvls ? "simple" : p, bytes, comm, ch);
+            NS_LOG_LOGIC(a << "/" << p << " " << bytes << " B: " << e.us << " us");
+            if (e.us < best.us)
+            {
+                best = e;
+                plan.algo = a;
+                plan.proto = nvls ? "simple" : p;
+            }
+        }
+    }
+    if (plan.algo == "tree" && plan.channels % 2 == 1)
+    {
+        plan.channels += 1; // trees come in mirrored pairs
+    }
+    FillCosts(plan.algo, plan.proto, plan);
+    plan.bwFactor = best.bwFactor;
+    plan.estimateUs = best.us;
+    if (plan.algo == "nvls" || plan.algo == "nvlstree")
+    {
+        plan.loops = best.loops;
+        plan.channels = Calibration().nvlsChannels;
+    }
+    return plan;
+}
+
+} // namespace ns3

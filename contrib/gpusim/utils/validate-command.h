@@ -1,0 +1,89 @@
+/*
+ * gpusim validate: the NCCL model against published nccl-tests results.
+ *
+ * Reads a JSON file in the shape of ../shared/data/nccl-tests/published.json
+ * ({"tables": [{"id", "op", "hardware", "source", "rows": [{"bytes", "time_us", ...}]}]}),
+ * simulates every table's collective on its cluster at its sizes with the default (auto)
+ * algorithm selection, and reports the per-size error of the time, with median and worst
+ * |error| per table and over all tables. Writes the report as JSON, as a Markdown table
+ * (doc/validation.md) and as an SVG plot of measured vs simulated bus bandwidth, one panel per
+ * table.
+ *
+ * A table names its cluster with an optional "cluster" object (the keys of a cluster YAML
+ * file: {"preset": "dgx-h100", "servers": 2, ...}); without one the cluster is read from the
+ * "hardware" text the way a reader would: the GPU (H100, H200, A100 -> the matching DGX
+ * preset), "N nodes", "G x <GPU>" and "K x ... X Gb/s" NICs. The same rules apply to every
+ * table; the report prints the cluster each table ran on.
+ */
+#ifndef GPUSIM_VALIDATE_COMMAND_H
+#define GPUSIM_VALIDATE_COMMAND_H
+
+#include "ns3/cluster-spec.h"
+#include "ns3/op-ir.h"
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+struct ValidationRow
+{
+    uint64_t bytes = 0;
+    double measuredUs = 0;
+    double simulatedUs = 0;
+    double errorPct = 0; //!< (simulated - measured) / measured x 100
+    std::string algo;
+    std::string proto;
+    uint32_t channels = 0;
+};
+
+struct ValidationTable
+{
+    std::string id;
+    std::string op;
+    std::string hardware;
+    std::string source;
+    CollKind kind = CollKind::AllReduce;
+    DataType dtype = DataType::F32;
+    ClusterSpec spec;
+    std::string clusterFrom; //!< "cluster object" or "hardware text"
+    std::vector<ValidationRow> rows;
+
+    uint32_t Ranks() const;
+    /// nccl-tests bus bandwidth (GB/s) of `bytes` moved in `us`.
+    double BusGBps(uint64_t bytes, double us) const;
+    double MedianAbsError() const;
+    double WorstAbsError() const;
+};
+
+/// Reads the tables of `file` with their rows in [minBytes, maxBytes] (all tables, or the one
+/// whose id is `only`). Throws std::runtime_error naming the file and table on bad input.
+std::vector<ValidationTable> ReadValidationTables(const std::string& file, uint64_t minBytes,
+                                                  uint64_t maxBytes, const std::string& only);
+
+/// The cluster a table's "hardware" text describes (see the header comment); throws
+/// std::runtime_error when the GPU or the node count cannot be read.
+ClusterSpec ClusterFromHardware(const std::string& hardware, const std::string& id);
+
+/// Median and worst |error| over the rows of all tables.
+void OverallErrors(const std::vector<ValidationTable>& tables, double& median, double& worst);
+
+std::string ValidationMarkdown(const std::vector<ValidationTable>& tables,
+                               const std::string& command);
+std::string ValidationJson(const std::vector<ValidationTable>& tables);
+/// Measured (points) vs simulated (line) bus bandwidth per size, one panel per table.
+std::string ValidationSvg(const std::vector<ValidationTable>& tables);
+
+/// gpusim validate FILE [--table ID] [--min-bytes B] [--max-bytes B] [NCCL options]
+///                 [--json FILE] [--markdown FILE] [--svg FILE]
+int ValidateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_VALIDATE_COMMAND_H
