@@ -73,14 +73,22 @@ std::vector<CollectiveTree>
 Communicator::Trees(uint32_t channels) const
 {
     // Even channels use the heap order of servers, odd ones the mirrored order (a server is
-    // interior in at most one tree of a pair); channel pair p elects local GPU p as each
-    // server's leader, so different pairs cross the fabric through different NICs (rails).
+    // interior in at most one tree of a pair); of P pairs, pair p elects local GPU p x k / P
+    // of each server's k members as its leader, so the pairs are spread over the server's GPUs
+    // and cross the fabric through different NICs (rails) even when GPUs share NICs.
     // Inside a server the tree is a chain from the leader.
     const uint32_t n = m_nranks;
     std::vector<CollectiveTree> trees(channels);
+    const uint32_t pairs = std::max<uint32_t>(1, (channels + 1) / 2);
+    size_t k = 1;
+    for (const auto& g : ServerGroups(0))
+    {
+        k = std::max(k, g.size());
+    }
     for (uint32_t t = 0; t < channels; ++t)
     {
-        const std::vector<std::vector<uint32_t>> servers = ServerGroups(t / 2);
+        const std::vector<std::vector<uint32_t>> servers =
+            ServerGroups(static_cast<uint32_t>((t / 2) * k / pairs));
         const size_t ns = servers.size();
         CollectiveTree& tree = trees[t];
         tree.parent.assign(n, -1);

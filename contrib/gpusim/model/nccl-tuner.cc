@@ -143,8 +143,9 @@ NcclWorld::NvlsLoops(uint64_t bytes, uint32_t servers, uint32_t ppn) const
         shrink(4, 65536);
         shrink(1, 32768);
     }
-    // At most 512 loops bound the event count; beyond that loops grow.
-    return static_cast<uint32_t>(std::clamp(std::ceil(S / (lanes * chunk)), 1.0, 512.0));
+    // At most 4096 loops bound the event count (16 GiB on >= 4 servers); beyond that loops
+    // grow, and their per-loop step latencies are paid fewer times than NCCL pays them.
+    return static_cast<uint32_t>(std::clamp(std::ceil(S / (lanes * chunk)), 1.0, 4096.0));
 }
 
 void
