@@ -148,123 +148,165 @@ NcclWorld::NvlsLoops(uint64_t bytes, uint32_t servers, uint32_t ppn) const
     return static_cast<uint32_t>(std::clamp(std::ceil(S / (lanes * chunk)), 1.0, 4096.0));
 }
 
-void
-NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t bytes,
-                             const Communicator& comm, uint32_t channels,
-                             const CollectivePlan& eff, LinkLoads& L) const
+namespace
 {
-    Ptr<ClusterTopology> topo = GetTopology();
-    const uint32_t n = comm.GetNRanks();
-    const uint32_t C = std::max<uint32_t>(1, channels);
-    const double S = static_cast<double>(bytes);
-    L.bytes.assign(topo->Links().size(), 0.0);
-    std::vector<uint32_t> route;
-    bool anyInter = false;
-    // Adds `b` payload bytes between two endpoints on every link of the route the backends
-    // take, as wire bytes of the link class's efficiency.
-    auto addEndpoints = [&](uint32_t src, uint32_t dst, uint64_t flowKey, double b) {
-        const HopInfo& hop = Hop(src, dst);
-        const double e = hop.nvls ? eff.nvlsEfficiency
-                         : hop.inter ? eff.netEfficiency
-                                     : eff.nvlinkEfficiency;
-        topo->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), route);
-        for (uint32_t l : route)
+
+/// Adds transfers' bytes on the links of their routes, as wire bytes of their link class.
+class LoadBuilder
+{
+  public:
+    LoadBuilder(const NcclWorld& world, const Communicator& comm, const CollectivePlan& eff,
+                std::vector<double>& bytes, double& maxWireUs)
+        : m_world(world),
+          m_comm(comm),
+          m_topo(world.GetTopology()),
+          m_eff(eff),
+          m_bytes(bytes),
+          m_maxWireUs(maxWireUs)
+    {
+        m_bytes.assign(m_topo->Links().size(), 0.0);
+    }
+
+    /// `b` payload bytes between two endpoints (GPUs or NVSwitches) on the route the backends
+    /// take for this flow key.
+    void AddEndpoints(uint32_t src, uint32_t dst, uint64_t flowKey, double b)
+    {
+        const NcclWorld::HopInfo& hop = m_world.Hop(src, dst);
+        const double e = hop.nvls    ? m_eff.nvlsEfficiency
+                         : hop.inter ? m_eff.netEfficiency
+                                     : m_eff.nvlinkEfficiency;
+        m_topo->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), m_route);
+        for (uint32_t l : m_route)
         {
-            L.bytes[l] += b / e;
+            m_bytes[l] += b / e;
         }
-        L.maxWireUs = std::max(L.maxWireUs, hop.wireUs);
+        m_maxWireUs = std::max(m_maxWireUs, hop.wireUs);
         anyInter = anyInter || hop.inter;
-    };
-    auto add = [&](uint32_t fromRank, uint32_t toRank, uint64_t flowKey, double b) {
-        addEndpoints(comm.GpuOf(fromRank), comm.GpuOf(toRank), flowKey, b);
-    };
-    auto crosses = [&](uint32_t a, uint32_t b) {
-        return topo->ServerOf(comm.GpuOf(a)) != topo->ServerOf(comm.GpuOf(b));
-    };
-    L.depth = 0;
-    L.depthInter = 0;
-    if (algo == "nvls" || algo == "nvlstree")
+    }
+
+    void Add(uint32_t fromRank, uint32_t toRank, uint64_t flowKey, double b)
     {
-        // Per GPU: its data to the switch and the reduced shard back (1 + 1/ppn of S each
-        // way with the multicast); per head and tree edge: half its shard each way.
-        const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
-        const double ppn = groups.front().size();
-        for (const auto& g : groups)
+        AddEndpoints(m_comm.GpuOf(fromRank), m_comm.GpuOf(toRank), flowKey, b);
+    }
+
+    bool Crosses(uint32_t a, uint32_t b) const
+    {
+        return m_topo->ServerOf(m_comm.GpuOf(a)) != m_topo->ServerOf(m_comm.GpuOf(b));
+    }
+
+    Ptr<ClusterTopology> Topology() const
+    {
+        return m_topo;
+    }
+
+    bool anyInter = false; //!< some transfer crosses servers
+
+  private:
+    const NcclWorld& m_world;
+    const Communicator& m_comm;
+    Ptr<ClusterTopology> m_topo;
+    const CollectivePlan& m_eff;
+    std::vector<double>& m_bytes;
+    double& m_maxWireUs;
+    std::vector<uint32_t> m_route;
+};
+
+/// NVLS / NVLSTree: per GPU its data to the switch and the reduced shard back ((1 + 1/ppn) S
+/// each way with the multicast); per head and tree edge, half its shard each way. Depth: the
+/// four NVLS stages, plus both ways through the trees of servers.
+void
+AddNvlsLoads(LoadBuilder& lb, const Communicator& comm, double S, double& depth,
+             double& depthInter)
+{
+    const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
+    const double ppn = groups.front().size();
+    for (const auto& g : groups)
+    {
+        const uint32_t sw = lb.Topology()->NvSwitchEndpoint(comm.GpuOf(g.front()));
+        for (uint32_t r : g)
         {
-            const uint32_t sw = topo->NvSwitchEndpoint(comm.GpuOf(g.front()));
-            for (uint32_t r : g)
-            {
-                addEndpoints(comm.GpuOf(r), sw, 0, S * (1 + 1 / ppn));
-                addEndpoints(sw, comm.GpuOf(r), 0, S * (1 + 1 / ppn));
-            }
+            lb.AddEndpoints(comm.GpuOf(r), sw, 0, S * (1 + 1 / ppn));
+            lb.AddEndpoints(sw, comm.GpuOf(r), 0, S * (1 + 1 / ppn));
         }
-        L.depth = 4; // reduce, reduced shard, multicast up, multicast down
-        if (groups.size() > 1)
-        {
-            const std::vector<CollectiveTree> trees = DoubleBinaryTree(groups.size());
-            uint32_t treeDepth = 0;
-            for (uint32_t t = 0; t < trees.size(); ++t)
-            {
-                for (uint32_t s = 0; s < groups.size(); ++s)
-                {
-                    uint32_t d = 0;
-                    for (int32_t a = trees[t].parent[s]; a >= 0; a = trees[t].parent[a])
-                    {
-                        ++d;
-                    }
-                    treeDepth = std::max(treeDepth, d);
-                    const int32_t p = trees[t].parent[s];
-                    if (p < 0)
-                    {
-                        continue;
-                    }
-                    for (uint32_t h = 0; h < groups[s].size(); ++h)
-                    {
-                        const uint64_t key = (uint64_t(t) << 31) | h;
-                        add(groups[s][h], groups[p][h], key, S / ppn / 2);
-                        add(groups[p][h], groups[s][h], key, S / ppn / 2);
-                    }
-                }
-            }
-            L.depthInter = 2.0 * treeDepth;
-            L.depth += L.depthInter;
-        }
+    }
+    depth = 4; // reduce, reduced shard, multicast up, multicast down
+    depthInter = 0;
+    if (groups.size() == 1)
+    {
         return;
     }
-    if (algo == "tree")
+    const std::vector<CollectiveTree> trees = DoubleBinaryTree(groups.size());
+    uint32_t treeDepth = 0;
+    for (uint32_t t = 0; t < trees.size(); ++t)
     {
-        const double perTree = S / C;
-        std::vector<CollectiveTree> trees = comm.Trees(C);
-        double deepest = -1;
-        for (uint32_t t = 0; t < C; ++t)
+        for (uint32_t s = 0; s < groups.size(); ++s)
         {
-            for (uint32_t r = 0; r < n; ++r)
+            uint32_t d = 0;
+            for (int32_t a = trees[t].parent[s]; a >= 0; a = trees[t].parent[a])
             {
-                const int32_t p = trees[t].parent[r];
-                if (p >= 0)
-                {
-                    add(r, p, 2 * t, perTree);
-                    add(p, r, 2 * t + 1, perTree);
-                }
-                uint32_t d = 0;
-                uint32_t inter = 0;
-                for (int32_t c = r, a = p; a >= 0; c = a, a = trees[t].parent[a])
-                {
-                    ++d;
-                    inter += crosses(c, a) ? 1 : 0;
-                }
-                if (d > deepest)
-                {
-                    deepest = d;
-                    L.depth = d;
-                    L.depthInter = inter;
-                }
+                ++d;
+            }
+            treeDepth = std::max(treeDepth, d);
+            const int32_t p = trees[t].parent[s];
+            for (uint32_t h = 0; p >= 0 && h < groups[s].size(); ++h)
+            {
+                const uint64_t key = (uint64_t(t) << 31) | h;
+                lb.Add(groups[s][h], groups[p][h], key, S / ppn / 2);
+                lb.Add(groups[p][h], groups[s][h], key, S / ppn / 2);
             }
         }
-        L.depth *= 2; // reduce up, broadcast down
-        L.depthInter *= 2;
-        return;
     }
+    depthInter = 2.0 * treeDepth;
+    depth += depthInter;
+}
+
+/// Double binary trees: both directions of every edge carry the tree's share; depth is the
+/// deepest path up and down, with its hops between servers counted apart.
+void
+AddTreeLoads(LoadBuilder& lb, const Communicator& comm, double S, uint32_t C, double& depth,
+             double& depthInter)
+{
+    const uint32_t n = comm.GetNRanks();
+    const double perTree = S / C;
+    const std::vector<CollectiveTree> trees = comm.Trees(C);
+    double deepest = -1;
+    for (uint32_t t = 0; t < C; ++t)
+    {
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            const int32_t p = trees[t].parent[r];
+            if (p >= 0)
+            {
+                lb.Add(r, p, 2 * t, perTree);
+                lb.Add(p, r, 2 * t + 1, perTree);
+            }
+            uint32_t d = 0;
+            uint32_t inter = 0;
+            for (int32_t c = r, a = p; a >= 0; c = a, a = trees[t].parent[a])
+            {
+                ++d;
+                inter += lb.Crosses(c, a) ? 1 : 0;
+            }
+            if (d > deepest)
+            {
+                deepest = d;
+                depth = d;
+                depthInter = inter;
+            }
+        }
+    }
+    depth *= 2; // reduce up, broadcast down
+    depthInter *= 2;
+}
+
+/// Rings and chains (every hop of every channel carries its share), all-to-all pairs and P2P.
+/// Every step waits for every connection's previous step (FIFO connections in lock step): one
+/// connection between servers gates them all.
+void
+AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std::string& algo,
+             double S, uint32_t C, double& depth, double& depthInter)
+{
+    const uint32_t n = comm.GetNRanks();
     if (algo == "direct")
     {
         for (uint32_t i = 0; i < n; ++i)
@@ -273,34 +315,33 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
             {
                 if (i != j)
                 {
-                    add(i, j, i, S / n);
+                    lb.Add(i, j, i, S / n);
                 }
             }
         }
-        L.depth = 1;
+        depth = 1;
     }
     else if (algo == "p2p")
     {
-        add(0, n > 1 ? 1 : 0, 0, S);
-        L.depth = 1;
+        lb.Add(0, n > 1 ? 1 : 0, 0, S);
+        depth = 1;
     }
     else
     {
-        // Ring and chain: every hop of every channel carries its share.
         double perHop = S / C;
         if (kind == CollKind::AllReduce)
         {
             perHop *= 2.0 * (n - 1) / n;
-            L.depth = 2.0 * (n - 1);
+            depth = 2.0 * (n - 1);
         }
         else if (kind == CollKind::AllGather || kind == CollKind::ReduceScatter)
         {
             perHop *= double(n - 1) / n;
-            L.depth = n - 1;
+            depth = n - 1;
         }
         else
         {
-            L.depth = n - 1;
+            depth = n - 1;
         }
         for (uint32_t c = 0; c < C; ++c)
         {
@@ -308,13 +349,37 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
             const uint32_t hops = algo == "chain" ? n - 1 : n;
             for (uint32_t p = 0; p < hops; ++p)
             {
-                add(ring[p], ring[(p + 1) % n], c, perHop);
+                lb.Add(ring[p], ring[(p + 1) % n], c, perHop);
             }
         }
     }
-    // Every step waits for every connection's previous step (FIFO connections in lock step):
-    // one connection between servers gates them all.
-    L.depthInter = anyInter ? L.depth : 0;
+    depthInter = lb.anyInter ? depth : 0;
+}
+
+} // namespace
+
+void
+NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t bytes,
+                             const Communicator& comm, uint32_t channels,
+                             const CollectivePlan& eff, LinkLoads& L) const
+{
+    LoadBuilder lb(*this, comm, eff, L.bytes, L.maxWireUs);
+    const double S = static_cast<double>(bytes);
+    const uint32_t C = std::max<uint32_t>(1, channels);
+    L.depth = 0;
+    L.depthInter = 0;
+    if (algo == "nvls" || algo == "nvlstree")
+    {
+        AddNvlsLoads(lb, comm, S, L.depth, L.depthInter);
+    }
+    else if (algo == "tree")
+    {
+        AddTreeLoads(lb, comm, S, C, L.depth, L.depthInter);
+    }
+    else
+    {
+        AddRingLoads(lb, comm, kind, algo, S, C, L.depth, L.depthInter);
+    }
 }
 
 NcclWorld::Estimate
