@@ -13,6 +13,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -88,7 +89,22 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
     const uint32_t n = gpus.GetN();
     JobBuilder job(n);
     job.AllRanks().CommInit("world").CreateStream(1, true);
-    job.Collective(1, t.kind, "world", row.bytes, t.dtype, 0);
+    if (t.sendrecv)
+    {
+        // nccl-tests sendrecv_perf: every rank sends `bytes` to the next rank and receives as
+        // many from the previous one, in one group.
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            job.Rank(r)
+                .Send(1, "world", (r + 1) % n, row.bytes, 1)
+                .Recv(1, "world", (r + n - 1) % n, row.bytes, 1);
+        }
+        job.AllRanks();
+    }
+    else
+    {
+        job.Collective(1, t.kind, "world", row.bytes, t.dtype, 0);
+    }
     job.SyncStream(1);
     GpuWorkloadHelper helper;
     ConfigureNccl(o, helper);
@@ -96,7 +112,7 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
     Ptr<GpuWorkload> w = helper.Install(job.BuildShared(), gpus);
     Simulator::Run();
     const RunReport rep = w->Check();
-    if (!rep.completed || w->GetCollectives().size() != 1)
+    if (!rep.completed || (!t.sendrecv && w->GetCollectives().size() != 1))
     {
         const std::string stuck = rep.stuck;
         w->Dispose();
@@ -104,11 +120,32 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
         throw std::runtime_error("table " + t.id + ", " + std::to_string(row.bytes) +
                                  " bytes: the simulation stopped with work waiting:\n" + stuck);
     }
-    const CollectiveRecord& rec = w->GetCollectives().front();
-    row.simulatedUs = (rec.End() - rec.FirstJoin()).GetNanoSeconds() / 1e3;
-    row.algo = rec.plan.algo;
-    row.proto = rec.plan.proto;
-    row.channels = rec.plan.channels;
+    if (t.sendrecv)
+    {
+        // Point-to-point has no collective record: first launch to last completion of the
+        // communication activities, as `gpusim collective --op sendrecv` measures it.
+        double t0 = 1e300, t1 = 0;
+        for (const auto& a : w->GetActivities())
+        {
+            if (a.communication)
+            {
+                t0 = std::min(t0, a.start.GetNanoSeconds() / 1e3);
+                t1 = std::max(t1, a.end.GetNanoSeconds() / 1e3);
+            }
+        }
+        row.simulatedUs = t1 > t0 ? t1 - t0 : 0;
+        row.algo = "p2p";
+        row.proto = "simple";
+        row.channels = 0;
+    }
+    else
+    {
+        const CollectiveRecord& rec = w->GetCollectives().front();
+        row.simulatedUs = (rec.End() - rec.FirstJoin()).GetNanoSeconds() / 1e3;
+        row.algo = rec.plan.algo;
+        row.proto = rec.plan.proto;
+        row.channels = rec.plan.channels;
+    }
     row.errorPct = (row.simulatedUs - row.measuredUs) / row.measuredUs * 100;
     w->Dispose();
     Simulator::Destroy();
@@ -117,7 +154,7 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
 void
 PrintTable(std::ostream& out, const ValidationTable& t)
 {
-    out << "# " << t.id << ": " << ToString(t.kind) << " on " << t.Ranks() << " GPUs, "
+    out << "# " << t.id << ": " << t.OpLabel() << " on " << t.Ranks() << " GPUs, "
         << DescribeCluster(t.spec) << " (cluster from the " << t.clusterFrom << ")\n";
     out << "#        size   measured(us)  simulated(us)    error  busbw meas/sim (GB/s)"
            "   algo/proto\n";
@@ -162,8 +199,12 @@ double
 ValidationTable::BusGBps(uint64_t bytes, double us) const
 {
     const uint32_t n = Ranks();
-    double f = 1.0;
-    if (kind == CollKind::AllReduce)
+    double f = 1.0; // broadcast, reduce and sendrecv: busbw = algbw (nccl-tests)
+    if (sendrecv)
+    {
+        f = 1.0;
+    }
+    else if (kind == CollKind::AllReduce)
     {
         f = 2.0 * (n - 1) / n;
     }
@@ -173,6 +214,37 @@ ValidationTable::BusGBps(uint64_t bytes, double us) const
         f = double(n - 1) / n;
     }
     return us > 0 ? bytes / (us * 1e-6) / 1e9 * f : 0;
+}
+
+std::string
+ValidationTable::OpLabel() const
+{
+    return sendrecv ? "sendrecv" : ToString(kind);
+}
+
+bool
+ParseValidationOp(const std::string& op, CollKind& kind, bool& sendrecv)
+{
+    // nccl-tests' binary names (all_gather_perf, reduce_scatter, ...) or gpusim's op names.
+    std::string s;
+    for (char c : op)
+    {
+        if (c != '_' && c != '-')
+        {
+            s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+    }
+    if (s.size() > 4 && s.compare(s.size() - 4, 4, "perf") == 0)
+    {
+        s.erase(s.size() - 4);
+    }
+    sendrecv = s == "sendrecv";
+    if (sendrecv)
+    {
+        kind = CollKind::Send;
+        return true;
+    }
+    return ParseCollKind(s, kind) && kind != CollKind::Send && kind != CollKind::Recv;
 }
 
 double
@@ -257,6 +329,15 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
     {
         spec.nicsPerServer = std::stoul(m[1]);
         spec.nicGbps = std::stod(m[2]);
+        // More NICs than GPUs (AWS p5: 32 x 100 Gb/s EFA for 8 GPUs, 4 behind each GPU's PCIe
+        // switch): one NIC per GPU carrying that GPU's share, the same bandwidth per GPU and
+        // per server, which is what the model's one-NIC-per-rail servers can hold.
+        const uint32_t g = spec.gpusPerServer;
+        if (spec.nicsPerServer > g && g > 0 && spec.nicsPerServer % g == 0)
+        {
+            spec.nicGbps *= double(spec.nicsPerServer / g);
+            spec.nicsPerServer = g;
+        }
     }
     ValidateClusterSpec(spec);
     return spec;
@@ -293,7 +374,7 @@ ReadValidationTables(const std::string& file, uint64_t minBytes, uint64_t maxByt
             return std::runtime_error(file + ": table " + t.id + ": " + why);
         };
         t.op = te["op"].get(sv) ? "allreduce" : std::string(sv);
-        if (!ParseCollKind(t.op, t.kind) || t.kind == CollKind::Send || t.kind == CollKind::Recv)
+        if (!ParseValidationOp(t.op, t.kind, t.sendrecv))
         {
             throw bad("unknown op '" + t.op + "'");
         }

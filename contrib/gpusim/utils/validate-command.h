@@ -12,8 +12,14 @@
  * A table names its cluster with an optional "cluster" object (the keys of a cluster YAML
  * file: {"preset": "dgx-h100", "servers": 2, ...}); without one the cluster is read from the
  * "hardware" text the way a reader would: the GPU (H100, H200, A100 -> the matching DGX
- * preset), "N nodes", "G x <GPU>" and "K x ... X Gb/s" NICs. The same rules apply to every
- * table; the report prints the cluster each table ran on.
+ * preset), "N nodes", "G x <GPU>" and "K x ... X Gb/s" NICs (K > G NICs, as on AWS p5, become
+ * G NICs of K/G x X Gb/s: the same bandwidth per GPU). The same rules apply to every table; the
+ * report prints the cluster each table ran on.
+ *
+ * Ops and sizes follow nccl-tests: "size" is the per-rank buffer of allreduce, broadcast,
+ * reduce, sendrecv and alltoall, and the total (gathered / to-be-scattered) buffer of allgather
+ * and reducescatter; busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather,
+ * reducescatter and alltoall, x 1 otherwise.
  */
 #ifndef GPUSIM_VALIDATE_COMMAND_H
 #define GPUSIM_VALIDATE_COMMAND_H
@@ -49,12 +55,15 @@ struct ValidationTable
     std::string hardware;
     std::string source;
     CollKind kind = CollKind::AllReduce;
+    bool sendrecv = false; //!< nccl-tests sendrecv_perf (a ring of send/recv pairs)
     DataType dtype = DataType::F32;
     ClusterSpec spec;
     std::string clusterFrom; //!< "cluster object" or "hardware text"
     std::vector<ValidationRow> rows;
 
     uint32_t Ranks() const;
+    /// "allreduce", "allgather", ..., or "sendrecv".
+    std::string OpLabel() const;
     /// nccl-tests bus bandwidth (GB/s) of `bytes` moved in `us`.
     double BusGBps(uint64_t bytes, double us) const;
     double MedianAbsError() const;
@@ -65,6 +74,10 @@ struct ValidationTable
 /// whose id is `only`). Throws std::runtime_error naming the file and table on bad input.
 std::vector<ValidationTable> ReadValidationTables(const std::string& file, uint64_t minBytes,
                                                   uint64_t maxBytes, const std::string& only);
+
+/// The op of a table: gpusim's names (allreduce, allgather, reducescatter, alltoall, broadcast,
+/// reduce) or nccl-tests' (all_gather_perf, reduce_scatter, ...), plus sendrecv; false if unknown.
+bool ParseValidationOp(const std::string& op, CollKind& kind, bool& sendrecv);
 
 /// The cluster a table's "hardware" text describes (see the header comment); throws
 /// std::runtime_error when the GPU or the node count cannot be read.
