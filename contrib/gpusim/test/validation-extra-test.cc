@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -104,18 +105,21 @@ TEST(ValidationExtra, OtherOpsAgainstClosedForms)
     // 8 single-GPU servers on one switch, 100 Gb/s NICs (12.5 GB/s each way), ideal wire
     // (--efficiency 1), 1 GiB, nccl-tests' size conventions. Ring AllGather and ReduceScatter
     // move (n-1)/n S through every NIC; AllToAll sends (n-1)/n of each rank's S buffer to the
-    // others; a pipelined ring Broadcast and the sendrecv ring move S through every NIC. So
-    // T = 7/8 S / B for the first three and S / B for the last two; in nccl-tests' terms every
-    // busbw equals B = 12.5 GB/s. "Measured" is that closed form, so each error should be ~0.
+    // others; the sendrecv ring moves S through every NIC. So T = 7/8 S / B for the first three
+    // and S / B for sendrecv: in nccl-tests' terms each busbw is B = 12.5 GB/s. Broadcast is a
+    // chain pipelined in 16 MiB chunks (NCCL's ChunkBytes default here): S / B plus the fill of
+    // the n - 2 hops behind the first, (S + 6 x 16 MiB) / B. "Measured" is the closed form,
+    // so each error should be ~0.
     const double S = 1073741824.0, B = 12.5e9;
     const double t78 = 7.0 / 8 * S / B * 1e6, t1 = S / B * 1e6;
+    const double tChain = (S + 6 * 16777216.0) / B * 1e6;
     const std::string cluster = "\"cluster\": {\"servers\": 8, \"gpusPerServer\": 1, "
                                 "\"nicsPerServer\": 1, \"nicGbps\": 100, \"fabric\": "
                                 "\"single-switch\"}";
     const std::map<std::string, double> ops = {{"all_gather_perf", t78},
                                                {"reduce_scatter_perf", t78},
                                                {"alltoall_perf", t78},
-                                               {"broadcast_perf", t1},
+                                               {"broadcast_perf", tChain},
                                                {"sendrecv_perf", t1}};
     TestTempDir dir("gpusim-validate-ops");
     std::ofstream f(dir.Path("ops.json"));
@@ -141,15 +145,86 @@ TEST(ValidationExtra, OtherOpsAgainstClosedForms)
     size_t seen = 0;
     for (simdjson::dom::element t : doc["tables"].get_array())
     {
-        const std::string id(std::string_view(t["id"]));
+        const std::string id{std::string_view(t["id"])};
         simdjson::dom::element row = t["rows"].at(0);
         EXPECT_NEAR(double(row["error_pct"]), 0.0, 1.0) << id << "\n" << out.str();
-        EXPECT_NEAR(double(row["measured_busbw_GBps"]), 12.5, 0.01)
-            << id;
-        EXPECT_NEAR(double(row["simulated_busbw_GBps"]), 12.5, 0.15) << id;
+        if (id != "broadcast_perf")
+        {
+            EXPECT_NEAR(double(row["measured_busbw_GBps"]), 12.5, 0.01) << id;
+            EXPECT_NEAR(double(row["simulated_busbw_GBps"]), 12.5, 0.15) << id;
+        }
         ++seen;
     }
     EXPECT_EQ(seen, ops.size());
     EXPECT_NE(out.str().find("sendrecv on 8 GPUs"), std::string::npos) << out.str();
     EXPECT_NE(out.str().find("allgather on 8 GPUs"), std::string::npos) << out.str();
+}
+
+TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
+{
+    // The shipped extra tables (test/data/nccl-tests), 1 MiB - 1 GiB, default tuner, no
+    // constant changed for them. The bounds follow from what each cluster is, not from the
+    // model's output (doc/validation.md, "Other published results"):
+    //  - 1 x p5 is the calibrated hardware (8 x H100 on NVSwitch, no network): issue 9's goal,
+    //    median <= 10 %, worst <= 25 %.
+    //  - EFA clusters (p5, p4de, p4d): the presets carry InfiniBand latencies and the model has
+    //    no EFA/SRD or plugin costs, so it may only be faster than the hardware (error < +15 %
+    //    at every size; the 15 % is the spread the shared README gives for clusters of one
+    //    shape). Where bandwidth dominates (1 GiB) the NICs run at line rate whatever the
+    //    transport, so a current stack (p5, p4de; no NCCL version printed, 2024-25 README)
+    //    lands within 10 % there. Old stacks (NCCL 2.18.5 + aws-ofi-nccl 1.7.3; NCCL 2.8.3
+    //    with 8 channels) are slower than line rate at every size: only the sign is asserted.
+    //  - sendrecv on one A100 node: NCCL's point-to-point over NVLink reaches less than its
+    //    collectives (195 of 300 GB/s here); the model runs p2p at the collective efficiency
+    //    (A100 cap 235 GB/s), so it is fast by at most 1 - 195/235 = 17 % plus the spread: > -25 %
+    //    from 256 MiB (128 MiB is slower than 256 MiB in the measurement itself).
+    if (!std::filesystem::exists(kExtraFile))
+    {
+        GTEST_SKIP() << "no " << kExtraFile;
+    }
+    std::ostringstream out, err;
+    TestTempDir dir("gpusim-validate-extra");
+    ASSERT_EQ(gpusim::ValidateCommand({kExtraFile, "--json", dir.Path("v.json")}, out, err), 0)
+        << err.str();
+    simdjson::dom::parser p;
+    simdjson::dom::element doc = p.load(dir.Path("v.json"));
+    std::map<std::string, simdjson::dom::element> byId;
+    for (simdjson::dom::element t : doc["tables"].get_array())
+    {
+        byId[std::string(std::string_view(t["id"]))] = t;
+    }
+    ASSERT_EQ(byId.size(), 6u) << out.str();
+    auto rowsOf = [&](const std::string& id) {
+        std::vector<std::pair<uint64_t, double>> r;
+        for (simdjson::dom::element row : byId.at(id)["rows"].get_array())
+        {
+            r.emplace_back(uint64_t(row["bytes"]), double(row["error_pct"]));
+        }
+        return r;
+    };
+    const auto p5one = byId.at("aws-p5-1node-allreduce");
+    EXPECT_LE(double(p5one["median_abs_error_pct"]), 10.0) << out.str();
+    EXPECT_LE(double(p5one["worst_abs_error_pct"]), 25.0) << out.str();
+    for (const std::string id : {"aws-p5-2nodes-allreduce", "aws-p4de-2nodes-allreduce",
+                                 "aws-p5-2nodes-allreduce-nccl2.18",
+                                 "aws-p4d-2nodes-allreduce-nccl2.8"})
+    {
+        const bool currentStack = id.find("nccl2.") == std::string::npos;
+        for (const auto& [bytes, e] : rowsOf(id))
+        {
+            EXPECT_LT(e, currentStack ? 15.0 : 0.0) << id << " " << bytes << "\n" << out.str();
+            if (currentStack && bytes == (1u << 30))
+            {
+                EXPECT_LE(std::fabs(e), 10.0) << id << "\n" << out.str();
+            }
+        }
+    }
+    for (const auto& [bytes, e] : rowsOf("a100-1node-sendrecv"))
+    {
+        EXPECT_LT(e, 0.0) << bytes;
+        if (bytes >= (256u << 20))
+        {
+            EXPECT_GT(e, -25.0) << bytes << "\n" << out.str();
+        }
+    }
 }
