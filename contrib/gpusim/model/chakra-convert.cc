@@ -246,6 +246,10 @@ void
 PruneImplied(std::vector<size_t>& deps, const std::vector<ImportNode>& g,
              const std::vector<size_t>& pos)
 {
+    if (deps.size() < 2 || deps.size() > 64) // quadratic: wide joins keep every edge
+    {
+        return;
+    }
     std::vector<size_t> kept;
     for (size_t x : deps)
     {
@@ -285,7 +289,8 @@ PlanRank(const ChakraRankFile& f, const std::vector<size_t>& order, ChakraP2p p2
     std::map<int64_t, size_t> streamTail;
     std::set<int64_t> recvStreams;
     std::map<std::pair<int32_t, int32_t>, int64_t> recvStreamOf;
-    std::map<uint32_t, size_t> threadTail;
+    std::map<uint32_t, size_t> threadBlock;      // thread -> its last blocking node
+    std::vector<size_t> blockedAt(f.nodes.size()); // node -> its thread's block when placed
     int64_t nextStream = 1;
     uint32_t nextThread = 1;
     for (size_t i : order)
@@ -353,7 +358,7 @@ PlanRank(const ChakraRankFile& f, const std::vector<size_t>& order, ChakraP2p p2
                 {
                     if (!g[d].cpu && !recvStreams.count(g[d].stream) &&
                         streamTail[g[d].stream] == d &&
-                        (n.stream == 0 || streamTail[n.stream] < d))
+                        (n.stream == 0 || pos[streamTail[n.stream]] < pos[d]))
                     {
                         n.stream = g[d].stream;
                     }
@@ -367,20 +372,34 @@ PlanRank(const ChakraRankFile& f, const std::vector<size_t>& order, ChakraP2p p2
         }
         if (n.hostGated)
         {
+            // A thread blocks only at host nodes and at device nodes that wait for another
+            // host thread; a node that depends on the thread's last such point (or on a node
+            // issued after it) joins the thread without waiting longer than its own deps.
             n.thread = 0;
+            size_t best = 0;
             for (size_t d : n.deps)
             {
-                if (g[d].hostGated && threadTail[g[d].thread] == d &&
-                    (n.thread == 0 || threadTail[n.thread] < d))
+                if (g[d].hostGated && blockedAt[d] == threadBlock[g[d].thread] &&
+                    (n.thread == 0 || pos[d] > pos[best]))
                 {
                     n.thread = g[d].thread;
+                    best = d;
                 }
             }
             if (n.thread == 0)
             {
                 n.thread = nextThread++;
             }
-            threadTail[n.thread] = i;
+            bool blocks = n.cpu || !threadBlock.count(n.thread);
+            for (size_t d : n.deps)
+            {
+                blocks = blocks || (g[d].hostGated && g[d].thread != n.thread);
+            }
+            if (blocks)
+            {
+                threadBlock[n.thread] = i;
+            }
+            blockedAt[i] = threadBlock[n.thread];
         }
     }
     for (size_t i : order)
@@ -524,6 +543,7 @@ ImportRank(const ChakraRankFile& f, uint32_t rank, const CommPlan& plan)
     const std::vector<ImportNode> g = PlanRank(f, order, plan.p2p);
     RankTrace rt;
     rt.rank = rank;
+    rt.ops.reserve(3 * f.nodes.size() + plan.members.size());
     auto push = [&rt](Op op) { rt.ops.push_back(std::move(op)); };
     for (const auto& [comm, members] : plan.members)
     {
@@ -820,6 +840,10 @@ RankExporter::Prune(const Deps& deps) const
 {
     // Drop a dependency another one already implies (a bounded search: redundant edges
     // left over change nothing but the file size).
+    if (deps.size() < 2 || deps.size() > 64)
+    {
+        return deps;
+    }
     Deps out;
     for (uint64_t x : deps)
     {

@@ -14,6 +14,7 @@
 #include "test-temp-dir.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -409,6 +410,15 @@ TEST_F(Chakra, MalformedFilesAreReportedWithFileNodeAndOffset)
     EXPECT_NE(e.find("cut.0.et"), std::string::npos) << e;
     EXPECT_NE(e.find("node 1 at byte offset"), std::string::npos) << e;
     EXPECT_NE(e.find("runs past the end"), std::string::npos) << e;
+    // gzip-compressed files (Chakra's protoio reads them too) read the same.
+    {
+        gzFile z = gzopen((tmp.Path() + "/zipped.0.et").c_str(), "wb");
+        gzwrite(z, bytes.data(), static_cast<unsigned>(bytes.size()));
+        gzclose(z);
+        const ChakraRankFile zf = ReadChakraFile(tmp.Path() + "/zipped.0.et");
+        ASSERT_EQ(zf.nodes.size(), 2u);
+        EXPECT_EQ(zf.nodes[1].dataDeps, std::vector<uint64_t>{1});
+    }
     e = ErrorOf([&] { ReadChakraFile(write("empty.0.et", "")); });
     EXPECT_NE(e.find("empty file"), std::string::npos) << e;
     e = ErrorOf([&] { ReadChakraFile(write("junk.0.et", bytes + std::string("\x05\xff\xff\xff\xff\xff", 6))); });
