@@ -394,6 +394,28 @@ TEST_F(Chakra, OpIrWorkloadSimulatesTheSameAfterAChakraRoundTrip)
     EXPECT_EQ(c.report.endTime, tA);
 }
 
+TEST_F(Chakra, WriterBytesAreTheChakraWireFormat)
+{
+    // Encoded by hand from the protobuf wire format and the schema's field numbers:
+    // GlobalMetadata {version(1) "0.0.4"}, then Node {id(1) 1, name(2) "a", type(3) COMP_NODE
+    // = 4, data_deps(5) packed [0], duration_micros(7) 7, attr(10) {name(1) "is_cpu_op",
+    // bool_val(27) false}}, each behind its varint length. The attribute bytes are the ones
+    // in ASTRA-sim's own files ("R\x0e\n\tis_cpu_op\xd8\x01\x00").
+    const std::string meta = std::string("\x07\x0a\x05" "0.0.4", 8);
+    const std::string attr = std::string("\x0a\x09" "is_cpu_op" "\xd8\x01\x00", 14);
+    const std::string node = std::string("\x08\x01\x12\x01" "a" "\x18\x04\x2a\x01\x00\x38\x07", 12) +
+                             "\x52\x0e" + attr;
+    ASSERT_EQ(node.size(), 28u);
+    const std::string expected = meta + "\x1c" + node;
+    TestTempDir tmp("chakra-bytes");
+    ChakraRankFile f;
+    f.nodes = {Comp(1, "a", 7, {0})};
+    WriteChakraFile(f, tmp.Path() + "/w.0.et");
+    std::ifstream in(tmp.Path() + "/w.0.et", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(bytes, expected);
+}
+
 TEST_F(Chakra, MalformedFilesAreReportedWithFileNodeAndOffset)
 {
     TestTempDir tmp("chakra-bad");
