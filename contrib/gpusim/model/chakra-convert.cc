@@ -803,6 +803,14 @@ class RankExporter
     std::map<uint64_t, Deps> m_event;     // event -> what its last record captured
     std::map<uint64_t, Deps> m_token;     // token -> what the signalling thread had done
     std::set<int64_t> m_nonBlocking;
+
+    struct Group
+    {
+        uint64_t id = 0;                //!< the open ncclGroup (0: none)
+        std::map<int64_t, Deps> before; //!< stream -> what it had when the group began
+    };
+
+    std::map<uint32_t, Group> m_group; // thread -> its open group
 };
 
 void
@@ -988,7 +996,15 @@ RankExporter::Add(const Op& op)
     case OpKind::Memcpy:
     case OpKind::Memset:
     case OpKind::Collective: {
-        Deps deps = m_stream[op.stream];
+        // Ops of one ncclGroupStart/End launch together: each follows what its stream had
+        // before the group, not the group's earlier ops (a grouped send/recv exchange).
+        Group& group = m_group[op.thread];
+        if (op.group == 0 || group.id != op.group)
+        {
+            group = Group{op.group, {}};
+        }
+        auto before = group.before.emplace(op.stream, m_stream[op.stream]).first;
+        Deps deps = op.group ? before->second : m_stream[op.stream];
         Merge(deps, host);
         // Legacy default stream: stream 0 and blocking streams order against each other.
         if (op.stream == 0)
@@ -1006,7 +1022,14 @@ RankExporter::Add(const Op& op)
             Merge(deps, m_stream[0]);
         }
         const uint64_t id = AddNode(DeviceNode(op), deps);
-        m_stream[op.stream] = {id};
+        if (op.group && m_stream[op.stream] != before->second)
+        {
+            m_stream[op.stream].push_back(id);
+        }
+        else
+        {
+            m_stream[op.stream] = {id};
+        }
         if (op.kind == OpKind::Memcpy && !op.async)
         {
             host = {id};

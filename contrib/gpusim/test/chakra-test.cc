@@ -367,8 +367,8 @@ TEST_F(Chakra, OpIrToChakraToOpIrIsTheSameTrace)
 TEST_F(Chakra, OpIrWorkloadSimulatesTheSameAfterAChakraRoundTrip)
 {
     // A trace in the engine's own terms (host time, two streams, events, syncs, a sub-group
-    // collective, send/recv, a host thread signalling another) keeps its simulated time when
-    // written as Chakra and read back.
+    // collective, send/recv, a host thread signalling another, a grouped send/recv exchange)
+    // keeps its simulated time when written as Chakra and read back.
     JobBuilder b(4);
     b.AllRanks().CommInit("dp").CreateStream(1, true).CreateStream(2, true);
     b.Rank(0).CommInit("pp", 2, 0).Rank(1).CommInit("pp", 2, 1).AllRanks();
@@ -377,6 +377,12 @@ TEST_F(Chakra, OpIrWorkloadSimulatesTheSameAfterAChakraRoundTrip)
     b.Rank(0).Send(1, "pp", 1, 8 << 20).Rank(1).Recv(1, "pp", 0, 8 << 20).AllRanks();
     b.Kernel(1, "opt", 120).SyncDevice().Host(40);
     b.Thread(1).Host(70).Signal(9).Thread(0).Wait(9).Kernel(2, "late", 30).SyncDevice();
+    // A grouped exchange (deadlocks unless both sides launch together, test
+    // GroupedSendRecvExchangeDoesNotDeadlock), then a kernel after it.
+    b.Rank(2).CommInit("x", 2, 0).Rank(3).CommInit("x", 2, 1);
+    b.Rank(2).Send(1, "x", 1, 4 << 20, 7).Recv(1, "x", 1, 4 << 20, 7).Kernel(1, "after", 10);
+    b.Rank(3).Send(1, "x", 0, 4 << 20, 7).Recv(1, "x", 0, 4 << 20, 7).Kernel(1, "after", 10);
+    b.AllRanks().SyncDevice();
     const JobTrace original = b.Build();
     ValidateJobTrace(original);
     SimRun a = Simulate(original);

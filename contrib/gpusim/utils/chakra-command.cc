@@ -137,6 +137,7 @@ ChakraCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         if (sub == "export")
         {
             const JobTrace job = ReadJobTrace(pos[1]);
+            ValidateJobTrace(job);
             const ChakraJob ch = JobTraceToChakra(job);
             WriteChakraJob(ch, o.Get("out", ""));
             size_t nodes = 0;
