@@ -45,8 +45,8 @@ IsEmptyNode(const ChakraNode& n)
 std::string
 NodeWhere(const ChakraNode& n, size_t index)
 {
-    return "node " + std::to_string(index) + " (id " + std::to_string(n.id) + ", '" + n.name +
-           "')";
+    return "node " + std::to_string(index) + " at byte offset " + std::to_string(n.offset) +
+           " (id " + std::to_string(n.id) + ", '" + n.name + "')";
 }
 
 /// Communicators of the job: id -> members (global ranks in communicator-rank order).

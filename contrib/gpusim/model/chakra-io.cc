@@ -337,6 +337,7 @@ ReadChakraFile(const std::string& file)
             fail("not a valid Chakra Node message");
         }
         ChakraNode c;
+        c.offset = start;
         c.id = n.id();
         c.name = n.name();
         const int t = static_cast<int>(n.type());

@@ -62,6 +62,7 @@ struct ChakraNode
     uint64_t id = 0;
     std::string name;
     ChakraNodeType type = ChakraNodeType::Invalid;
+    uint64_t offset = 0;     //!< byte offset of its length prefix in the (unzipped) file
     std::vector<uint64_t> dataDeps;
     std::vector<uint64_t> ctrlDeps;
     uint64_t startUs = 0;    //!< start_time_micros (informational)

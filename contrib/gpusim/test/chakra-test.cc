@@ -300,10 +300,32 @@ TEST_F(Chakra, HostNodesRunOnHostThreadsAndGateDeviceNodes)
     EXPECT_EQ(r.EndUs(), 1000.0);
 }
 
+TEST_F(Chakra, NodesWithoutADurationUseTheKernelCostModel)
+{
+    // H100 SXM datasheet numbers in the GPU spec: 989.5 TFLOP/s dense BF16, 3.35 TB/s HBM,
+    // 64 GB/s PCIe; the cost model's defaults reach 70 % of peak FLOP/s and 80 % of HBM, and a
+    // copy pays 1 us of setup. In a chain: F with num_ops = 989.5e12 * 0.7 * 1 ms -> 1000 us
+    // (its tensor_size of 1.34 GB alone would be 500 us); M with tensor_size
+    // 3.35e12 * 0.8 * 2 ms = 5.36 GB -> 2000 us; a MEM_LOAD of 64 MB -> 1 + 1000 us.
+    ChakraNode f = Comp(1, "F", 0);
+    f.numOps = 989.5e12 * 0.7 * 1e-3;
+    f.tensorSize = 1340000000;
+    ChakraNode m = Comp(2, "M", 0, {1});
+    m.tensorSize = 5360000000;
+    ChakraNode load;
+    load.id = 3;
+    load.name = "L";
+    load.type = ChakraNodeType::MemLoad;
+    load.tensorSize = 64000000;
+    load.dataDeps = {2};
+    SimRun r = Simulate(ChakraToJobTrace(Uniform(1, {f, m, load})));
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    EXPECT_NEAR(r.EndUs(), 1000 + 2000 + 1001, 0.01);
+}
+
 TEST_F(Chakra, MetadataNodesPassTheirDependenciesOn)
 {
-    // A (100) -> META -> B (50): B starts at 100. A node without a duration but with num_ops
-    // is costed by the roofline: 989.4 TFLOP/s dense BF16 on an H100 is far below 1 us here.
+    // A (100) -> META -> B (50): B starts at 100.
     ChakraNode meta;
     meta.id = 2;
     meta.type = ChakraNodeType::Metadata;
@@ -420,6 +442,41 @@ TEST_F(Chakra, WriterBytesAreTheChakraWireFormat)
     std::ifstream in(tmp.Path() + "/w.0.et", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(bytes, expected);
+}
+
+TEST_F(Chakra, CommGroupFileSetsMembersAndTheirOrder)
+{
+    // ASTRA-sim's comm-group file: group "3" = ranks [2, 0]; rank 1 is outside it. Without the
+    // file the members would be inferred from pg_name use in rank order ([0, 2]).
+    TestTempDir tmp("chakra-groups");
+    ChakraNode c = Coll(1, ChakraCollType::AllReduce, 1 << 20);
+    c.pgName = "3";
+    ChakraJob job = Uniform(3, {c});
+    job.ranks[1].nodes = {Comp(1, "idle", 5)};
+    WriteChakraJob(job, tmp.Path() + "/g");
+    std::ofstream(tmp.Path() + "/groups.json") << "{\"3\": [2, 0]}";
+    const JobTrace ir = ImportChakra(tmp.Path() + "/g", {tmp.Path() + "/groups.json"});
+    ValidateJobTrace(ir);
+    auto init = [&](uint32_t r) {
+        for (const Op& op : ir.ranks[r].ops)
+        {
+            if (op.kind == OpKind::CommInit && op.comm == "pg:3")
+            {
+                return op.commRank;
+            }
+        }
+        return -1;
+    };
+    EXPECT_EQ(init(2), 0);
+    EXPECT_EQ(init(0), 1);
+    EXPECT_EQ(init(1), -1);
+    const JobTrace inferred = ImportChakra(tmp.Path() + "/g");
+    EXPECT_EQ(inferred.ranks[0].ops[0].commRank, 0);
+    // A group naming a rank the job does not have.
+    std::ofstream(tmp.Path() + "/bad.json") << "{\"3\": [0, 9]}";
+    const std::string e =
+        ErrorOf([&] { ImportChakra(tmp.Path() + "/g", {tmp.Path() + "/bad.json"}); });
+    EXPECT_NE(e.find("group '3' names a rank outside 0..2"), std::string::npos) << e;
 }
 
 TEST_F(Chakra, MalformedFilesAreReportedWithFileNodeAndOffset)
