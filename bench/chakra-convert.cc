@@ -3,9 +3,17 @@
 // an event, host time between launches) written as Chakra ET files and read back.
 // Prints the time of each step, node counts and bytes on disk.
 //
-//   gpusim-bench-chakra-convert [--ranks N] [--layers L] [--iters I]
+//   gpusim-bench-chakra-convert [--ranks N] [--layers L] [--iters I] [--simulate 1]
+//
+// --simulate 1 also simulates the job and its Chakra round trip (N x dgx-h100 GPUs, flow
+// backend) and prints both end times: they must be equal.
 #include "ns3/chakra-trace.h"
+#include "ns3/cluster-spec.h"
+#include "ns3/flow-backend.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
+#include "ns3/simulator.h"
 
 #include <chrono>
 #include <cstdio>
@@ -26,12 +34,37 @@ Since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// End of the simulation (us) of `job` on ranks/8 x dgx-h100 (flow backend), and its wall time.
+double
+SimulateUs(const JobTrace& job, double& wall)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    ClusterSpec spec;
+    LookupClusterPreset("dgx-h100", spec);
+    spec.servers = (static_cast<uint32_t>(job.ranks.size()) + 7) / 8;
+    GpuClusterHelper cluster;
+    cluster.SetSpec(spec);
+    NodeContainer gpus = cluster.Create();
+    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
+    net->SetTopology(cluster.GetTopology());
+    GpuWorkloadHelper h;
+    h.SetBackend(net);
+    Ptr<GpuWorkload> w = h.Install(std::make_shared<JobTrace>(job), gpus);
+    Simulator::Run();
+    const RunReport rep = w->Check();
+    const double us = rep.completed ? rep.endTime.GetNanoSeconds() / 1e3 : -1;
+    w->Dispose();
+    Simulator::Destroy();
+    wall = Since(t0);
+    return us;
+}
+
 } // namespace
 
 int
 main(int argc, char** argv)
 {
-    uint32_t ranks = 64, layers = 48, iters = 2;
+    uint32_t ranks = 64, layers = 48, iters = 2, simulate = 0;
     for (int i = 1; i + 1 < argc; i += 2)
     {
         const uint32_t v = static_cast<uint32_t>(std::atoi(argv[i + 1]));
@@ -46,6 +79,10 @@ main(int argc, char** argv)
         else if (!std::strcmp(argv[i], "--iters"))
         {
             iters = v;
+        }
+        else if (!std::strcmp(argv[i], "--simulate"))
+        {
+            simulate = v;
         }
     }
     JobBuilder b(ranks);
@@ -106,5 +143,15 @@ main(int argc, char** argv)
                 tConvert, tWrite, tRead, tImport,
                 nodes / (tConvert + tWrite + tRead + tImport) / 1e3);
     std::filesystem::remove_all(dir);
+    if (simulate)
+    {
+        double wallA, wallB;
+        const double a = SimulateUs(job, wallA);
+        const double b2 = SimulateUs(back, wallB);
+        std::printf("simulated: Op IR %.3f us (%.2f s wall), after Chakra round trip %.3f us "
+                    "(%.2f s wall): %s\n",
+                    a, wallA, b2, wallB, a == b2 && a > 0 ? "equal" : "DIFFERENT");
+        return a == b2 && a > 0 ? 0 : 1;
+    }
     return 0;
 }

@@ -574,7 +574,8 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
                    "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
-                   "       [--json FILE] [--trace FILE]\n";
+                   "       [--json FILE] [--trace FILE]\n"
+                   "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n";
             return o.Has("help") ? 0 : 1;
         }
         QuerySyncPolicy queryPolicy;
