@@ -350,6 +350,10 @@ ReadChakraFile(const std::string& file)
         c.ctrlDeps.assign(n.ctrl_deps().begin(), n.ctrl_deps().end());
         c.startUs = n.start_time_micros();
         c.durationUs = n.duration_micros();
+        if (c.type == ChakraNodeType::Metadata && n.has_inputs())
+        {
+            c.inputsValues = n.inputs().values();
+        }
         ReadAttributes(n, c, [&](const std::string& w) {
             fail("(id " + std::to_string(c.id) + ") " + w);
         });
@@ -401,6 +405,10 @@ WriteChakraFile(const ChakraRankFile& rank, const std::string& file)
         for (uint64_t d : c.dataDeps)
         {
             n.add_data_deps(d);
+        }
+        if (!c.inputsValues.empty())
+        {
+            n.mutable_inputs()->set_values(c.inputsValues);
         }
         n.set_start_time_micros(c.startUs);
         n.set_duration_micros(c.durationUs);
@@ -594,6 +602,74 @@ ReadCommGroups(const std::string& file, uint32_t nranks)
     return out;
 }
 
+/// PyTorch's "## process_group:init ##" METADATA node (Chakra's PyTorch converter): inputs.values
+/// is the Python repr of a one-string list, "['[{\"pg_name\": \"0\", \"ranks\": [0, 1]}, ...]']";
+/// ASTRA-sim strips two characters at each end and parses the JSON; empty ranks = all ranks.
+/// Returns false if the job has no such node.
+bool
+ReadPytorchProcessGroups(const ChakraJob& job, std::map<std::string, std::vector<uint32_t>>& out)
+{
+    const uint32_t nranks = static_cast<uint32_t>(job.ranks.size());
+    for (const ChakraRankFile& f : job.ranks)
+    {
+        for (size_t i = 0; i < f.nodes.size(); ++i)
+        {
+            const ChakraNode& c = f.nodes[i];
+            if (c.type != ChakraNodeType::Metadata ||
+                c.name.find("process_group:init") == std::string::npos)
+            {
+                continue;
+            }
+            auto fail = [&](const std::string& what) {
+                throw TraceFormatError(f.file, 0,
+                                       "node " + std::to_string(i) + " at byte offset " +
+                                           std::to_string(c.offset) + " ('" + c.name +
+                                           "'): process-group table " + what);
+            };
+            const std::string& v = c.inputsValues;
+            if (v.size() < 4)
+            {
+                fail("missing (inputs.values is empty)");
+            }
+            simdjson::dom::parser parser;
+            simdjson::dom::array groups;
+            if (parser.parse(v.substr(2, v.size() - 4)).get(groups))
+            {
+                fail("is not a JSON list inside ['...']");
+            }
+            for (simdjson::dom::element g : groups)
+            {
+                std::string_view name;
+                simdjson::dom::array ranks;
+                if (g["pg_name"].get(name) || g["ranks"].get(ranks))
+                {
+                    fail("entry without pg_name (string) and ranks (list)");
+                }
+                std::vector<uint32_t>& members = out[std::string(name)];
+                for (auto r : ranks)
+                {
+                    int64_t x;
+                    if (r.get(x) || x < 0 || x >= nranks)
+                    {
+                        fail("group '" + std::string(name) + "' names a rank outside 0.." +
+                             std::to_string(nranks - 1));
+                    }
+                    members.push_back(static_cast<uint32_t>(x));
+                }
+                if (members.empty())
+                {
+                    for (uint32_t r = 0; r < nranks; ++r)
+                    {
+                        members.push_back(r);
+                    }
+                }
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 ChakraJob
@@ -621,6 +697,10 @@ ReadChakraJob(const std::string& dirOrPrefix, const std::string& commGroupsFile)
     if (!groups.empty())
     {
         job.commGroups = ReadCommGroups(groups, static_cast<uint32_t>(files.size()));
+    }
+    else
+    {
+        ReadPytorchProcessGroups(job, job.commGroups);
     }
     return job;
 }

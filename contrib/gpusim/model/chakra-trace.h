@@ -81,6 +81,9 @@ struct ChakraNode
     int32_t root = -1;       //!< attr gpusim_root: Broadcast/Reduce root (comm rank)
     std::string dtype;       //!< attr gpusim_dtype: collective element type (op-ir name)
     std::vector<std::string> otherAttrs; //!< names of attributes gpusim does not use
+    /// inputs.values of a METADATA_NODE (PyTorch's process-group table lives there); other
+    /// nodes' inputs and outputs are not kept.
+    std::string inputsValues;
 };
 
 /// One rank's ET file.
@@ -93,7 +96,8 @@ struct ChakraRankFile
 };
 
 /// A job: one file per rank plus process-group membership (pg_name -> global ranks, in
-/// communicator-rank order), from a comm-group file or inferred (doc/chakra.md).
+/// communicator-rank order), from a comm-group file, from PyTorch's process-group METADATA
+/// node, or (left empty here) inferred from pg_name use (doc/chakra.md).
 struct ChakraJob
 {
     std::vector<ChakraRankFile> ranks;

@@ -472,6 +472,24 @@ TEST_F(Chakra, CommGroupFileSetsMembersAndTheirOrder)
     EXPECT_EQ(init(1), -1);
     const JobTrace inferred = ImportChakra(tmp.Path() + "/g");
     EXPECT_EQ(inferred.ranks[0].ops[0].commRank, 0);
+    // PyTorch's process-group table in a METADATA node (as Chakra's PyTorch converter writes
+    // it and ASTRA-sim reads it): group "3" = [2, 0] there too; "0" with no ranks = all.
+    ChakraNode pg;
+    pg.id = 0;
+    pg.name = "## process_group:init ##";
+    pg.type = ChakraNodeType::Metadata;
+    pg.inputsValues = "['[{\"pg_name\": \"0\", \"ranks\": []}, "
+                      "{\"pg_name\": \"3\", \"pg_desc\": \"tp\", \"ranks\": [2, 0]}]']";
+    for (auto& f : job.ranks)
+    {
+        f.nodes.insert(f.nodes.begin(), pg);
+    }
+    WriteChakraJob(job, tmp.Path() + "/t/g");
+    const ChakraJob withTable = ReadChakraJob(tmp.Path() + "/t/g");
+    EXPECT_EQ(withTable.commGroups.at("3"), (std::vector<uint32_t>{2, 0}));
+    EXPECT_EQ(withTable.commGroups.at("0"), (std::vector<uint32_t>{0, 1, 2}));
+    const JobTrace fromTable = ChakraToJobTrace(withTable);
+    EXPECT_EQ(OpLines(fromTable), OpLines(ir));
     // A group naming a rank the job does not have.
     std::ofstream(tmp.Path() + "/bad.json") << "{\"3\": [0, 9]}";
     const std::string e =
