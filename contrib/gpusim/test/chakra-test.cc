@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -549,6 +550,56 @@ TEST_F(Chakra, MalformedFilesAreReportedWithFileNodeAndOffset)
     EXPECT_NE(e.find("rank file 1 is missing"), std::string::npos) << e;
     e = ErrorOf([&] { FindChakraFiles(kData); });
     EXPECT_NE(e.find("several Chakra traces"), std::string::npos) << e;
+}
+
+TEST_F(Chakra, CorruptedFilesGiveErrorsNeverCrashes)
+{
+    // 400 seeded corruptions of a real ET file (ASTRA-sim's custom ring, rank 0: 35 nodes,
+    // 29,581 bytes): flipped bytes, truncations, inserted junk. Reading and converting must
+    // either work or throw TraceFormatError (nothing else, no crash); the other 7 ranks are
+    // the published ones.
+    std::ifstream in(kData + "/custom_ring/custom_allreduce.0.et", std::ios::binary);
+    const std::string orig((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(orig.size(), 29581u);
+    TestTempDir tmp("chakra-corrupt");
+    const ChakraJob ring = ReadChakraJob(kData + "/custom_ring");
+    std::mt19937 rng(12345);
+    int rejected = 0;
+    for (int k = 0; k < 400; ++k)
+    {
+        std::string b = orig;
+        switch (k % 3)
+        {
+        case 0:
+            for (int j = 0; j < 4; ++j)
+            {
+                b[rng() % b.size()] = static_cast<char>(rng());
+            }
+            break;
+        case 1:
+            b.resize(rng() % b.size());
+            break;
+        default:
+            b.insert(rng() % b.size(), std::string(1 + rng() % 8, static_cast<char>(rng())));
+        }
+        const std::string file = tmp.Path() + "/c.0.et";
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << b;
+        try
+        {
+            ChakraJob job = ring; // the other 7 ranks as published
+            job.ranks[0] = ReadChakraFile(file);
+            ValidateJobTrace(ChakraToJobTrace(job));
+        }
+        catch (const TraceFormatError& e)
+        {
+            ++rejected;
+            EXPECT_GT(std::string(e.what()).size(), 20u);
+        }
+    }
+    // Truncations cut a message (or leave a whole-message prefix, which is a valid file of
+    // fewer nodes); most flips and insertions break a length or a field.
+    EXPECT_GT(rejected, 150) << rejected;
+    EXPECT_LT(rejected, 400) << rejected;
 }
 
 TEST_F(Chakra, CliImportExportAndSimulateDirectly)
