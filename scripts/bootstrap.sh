@@ -10,6 +10,7 @@ PACKAGES=(
   libgsl-dev libsqlite3-dev libxml2-dev libpython3.11-dev libboost-dev  # needed by ns-3's CMake targets
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler     # Chakra execution traces (model/proto/chakra-et.proto)
 )
 
 missing=()

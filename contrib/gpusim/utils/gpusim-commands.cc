@@ -1,5 +1,6 @@
 #include "ns3/gpusim-commands.h"
 
+#include "ns3/chakra-command.h"
 #include "ns3/cli-options.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/double.h"
@@ -143,6 +144,7 @@ PrintUsage(std::ostream& os)
           "  run          run a CUDA/NCCL program live on the simulated cluster (its own timers\n"
           "               read simulated time)\n"
           "  validate     the NCCL model against published nccl-tests results\n"
+          "  chakra       import/export Chakra execution traces (ASTRA-sim, MLCommons)\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -572,7 +574,8 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
                    "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
-                   "       [--json FILE] [--trace FILE]\n";
+                   "       [--json FILE] [--trace FILE]\n"
+                   "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n";
             return o.Has("help") ? 0 : 1;
         }
         QuerySyncPolicy queryPolicy;
@@ -743,6 +746,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "run")
     {
         return RunCommand(rest, out, err);
+    }
+    if (cmd == "chakra")
+    {
+        return ChakraCommand(rest, out, err);
     }
     if (cmd == "validate")
     {

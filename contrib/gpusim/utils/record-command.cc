@@ -1,5 +1,6 @@
 #include "ns3/record-command.h"
 
+#include "ns3/chakra-trace.h"
 #include "ns3/cli-options.h"
 #include "ns3/program-launcher.h"
 
@@ -461,8 +462,10 @@ LoadJobForSimulation(const std::string& dir,
                      std::string& summary)
 {
     uint32_t sharing = 0;
-    auto job = std::make_shared<JobTrace>(share ? ReadJobTraceSharing(dir, &sharing)
-                                                : ReadJobTrace(dir));
+    // Chakra ET files (DIR or PREFIX of NAME.RANK.et) simulate directly (doc/chakra.md).
+    auto job = std::make_shared<JobTrace>(IsChakraInput(dir) ? ImportChakra(dir)
+                                          : share            ? ReadJobTraceSharing(dir, &sharing)
+                                                             : ReadJobTrace(dir));
     ValidateJobTrace(*job);
     ApplyQuerySyncPolicy(*job, policy);
     summary = "# " + GroupIdenticalRanks(*job).Summary();

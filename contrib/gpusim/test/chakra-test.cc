@@ -1,0 +1,643 @@
+// Chakra execution traces: reading ASTRA-sim's published ET files, DAG -> Op IR timing derived
+// by hand, Op IR -> Chakra -> Op IR round trips, malformed files and the `gpusim chakra` CLI.
+#include "ns3/chakra-trace.h"
+#include "ns3/cluster-spec.h"
+#include "ns3/double.h"
+#include "ns3/flow-backend.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-workload-helper.h"
+#include "ns3/gpusim-commands.h"
+#include "ns3/job-builder.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+
+#include "test-temp-dir.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <random>
+#include <fstream>
+#include <sstream>
+
+using namespace ns3;
+using namespace ns3::gpusim;
+
+namespace
+{
+
+const std::string kData = std::string(GPUSIM_SOURCE_DIR) + "/contrib/gpusim/test/data/chakra";
+constexpr double kMiB = 1024.0 * 1024;
+
+/// n single-GPU servers on one switch, 100 Gbit/s NICs (12.5 GB/s), 1 us links.
+ClusterSpec
+FlatSpec(uint32_t servers)
+{
+    ClusterSpec s;
+    s.servers = servers;
+    s.gpusPerServer = 1;
+    s.nicsPerServer = 1;
+    s.nicGbps = 100;
+    s.fabric = "single-switch";
+    s.linkLatencyUs = 1.0;
+    return s;
+}
+
+struct SimRun
+{
+    Ptr<GpuWorkload> w;
+    RunReport report;
+    double EndUs() const { return report.endTime.GetNanoSeconds() / 1e3; }
+};
+
+/// Simulates a job on FlatSpec with ring collectives at ideal efficiency (closed forms hold).
+SimRun
+Simulate(const JobTrace& job)
+{
+    GpuClusterHelper cluster;
+    cluster.SetSpec(FlatSpec(job.ranks.size()));
+    NodeContainer gpus = cluster.Create();
+    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
+    net->SetTopology(cluster.GetTopology());
+    GpuWorkloadHelper h;
+    h.SetBackend(net);
+    h.SetNcclAttribute("Efficiency", DoubleValue(1));
+    h.SetNcclAttribute("Algorithm", StringValue("ring"));
+    SimRun r;
+    r.w = h.Install(std::make_shared<JobTrace>(job), gpus);
+    Simulator::Run();
+    r.report = r.w->Check();
+    return r;
+}
+
+ChakraNode
+Comp(uint64_t id, const std::string& name, uint64_t us, std::vector<uint64_t> deps = {},
+     bool cpu = false)
+{
+    ChakraNode n;
+    n.id = id;
+    n.name = name;
+    n.type = ChakraNodeType::Comp;
+    n.durationUs = us;
+    n.dataDeps = std::move(deps);
+    n.isCpuOp = cpu;
+    return n;
+}
+
+ChakraNode
+Coll(uint64_t id, ChakraCollType t, uint64_t bytes, std::vector<uint64_t> deps = {})
+{
+    ChakraNode n;
+    n.id = id;
+    n.name = ToString(t);
+    n.type = ChakraNodeType::CommColl;
+    n.commType = static_cast<int32_t>(t);
+    n.commSize = bytes;
+    n.dataDeps = std::move(deps);
+    return n;
+}
+
+/// The same DAG on every rank.
+ChakraJob
+Uniform(uint32_t ranks, const std::vector<ChakraNode>& nodes)
+{
+    ChakraJob job;
+    for (uint32_t r = 0; r < ranks; ++r)
+    {
+        ChakraRankFile f;
+        f.file = "rank" + std::to_string(r);
+        f.nodes = nodes;
+        job.ranks.push_back(f);
+    }
+    return job;
+}
+
+std::vector<std::string>
+OpLines(const JobTrace& job)
+{
+    std::vector<std::string> v;
+    for (const auto& r : job.ranks)
+    {
+        for (const auto& op : r.ops)
+        {
+            v.push_back(std::to_string(r.rank) + " " + OpToJsonLine(op));
+        }
+    }
+    return v;
+}
+
+/// The TraceFormatError message of `f()`, or "" if it did not throw one.
+template <typename F>
+std::string
+ErrorOf(F f)
+{
+    try
+    {
+        f();
+    }
+    catch (const TraceFormatError& e)
+    {
+        return e.what();
+    }
+    return "";
+}
+
+class Chakra : public ::testing::Test
+{
+  protected:
+    void TearDown() override { Simulator::Destroy(); }
+};
+
+} // namespace
+
+TEST_F(Chakra, ReadsAstraSimMicrobenchmarks)
+{
+    // examples/workload/microbenchmarks/*/4npus_1MB of astra-sim (MIT). Expected values read
+    // with `protoc --decode_raw` on each message: one COMM_COLL_NODE (type 7),
+    // id = rank, comm_type 0 / 2 / 7 / 6, comm_size 1048576, no dependencies, version "0.0.4".
+    const std::vector<std::pair<std::string, ChakraCollType>> cases = {
+        {"all_reduce", ChakraCollType::AllReduce},
+        {"all_gather", ChakraCollType::AllGather},
+        {"reduce_scatter", ChakraCollType::ReduceScatter},
+        {"all_to_all", ChakraCollType::AllToAll}};
+    for (const auto& [name, type] : cases)
+    {
+        ChakraJob job = ReadChakraJob(kData + "/" + name);
+        ASSERT_EQ(job.ranks.size(), 4u) << name;
+        for (uint64_t r = 0; r < 4; ++r)
+        {
+            const ChakraRankFile& f = job.ranks[r];
+            EXPECT_EQ(f.version, "0.0.4");
+            ASSERT_EQ(f.nodes.size(), 1u);
+            const ChakraNode& n = f.nodes[0];
+            EXPECT_EQ(n.id, r); // rank r's node has id r (decode_raw: field 1 absent on rank 0)
+            EXPECT_EQ(n.name, name + "_4npus_1MB");
+            EXPECT_EQ(n.type, ChakraNodeType::CommColl);
+            EXPECT_EQ(n.commType, static_cast<int32_t>(type));
+            EXPECT_EQ(n.commSize, 1048576u);
+            EXPECT_FALSE(n.isCpuOp);
+            EXPECT_TRUE(n.dataDeps.empty() && n.ctrlDeps.empty());
+        }
+        JobTrace ir = ChakraToJobTrace(job);
+        ValidateJobTrace(ir);
+        const Op* coll = nullptr;
+        for (const Op& op : ir.ranks[2].ops)
+        {
+            coll = op.kind == OpKind::Collective ? &op : coll;
+        }
+        ASSERT_NE(coll, nullptr);
+        EXPECT_EQ(coll->comm, "world");
+        // AllGather: Chakra's comm_size is the per-rank input, the Op IR counts the output.
+        EXPECT_EQ(coll->bytes, type == ChakraCollType::AllGather ? 4u << 20 : 1u << 20) << name;
+    }
+}
+
+TEST_F(Chakra, AstraSimAllReduceSimulatesLikeTheSameOpIrWorkload)
+{
+    // The Chakra workload and the same AllReduce written directly as Op IR take the same time,
+    // and that time is the ring closed form 2 (n-1)/n S / B plus link latencies.
+    SimRun chakra = Simulate(ImportChakra(kData + "/all_reduce"));
+    ASSERT_TRUE(chakra.report.completed) << chakra.report.stuck;
+    const double tChakra = chakra.EndUs();
+    Simulator::Destroy();
+    JobBuilder b(4);
+    b.AllRanks().CommInit("c").Collective(1, CollKind::AllReduce, "c", 1 << 20, DataType::U8);
+    SimRun direct = Simulate(b.Build());
+    ASSERT_TRUE(direct.report.completed);
+    EXPECT_EQ(tChakra, direct.EndUs());
+    const double ideal = 2.0 * 3 / 4 * kMiB / 12.5e9 * 1e6; // 125.8 us
+    EXPECT_GT(tChakra, ideal);
+    EXPECT_LT(tChakra, ideal * 1.5);
+}
+
+TEST_F(Chakra, ReadsAstraSimCustomRingAllReduce)
+{
+    // examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB (MIT): an MSCCL ring
+    // AllReduce as point-to-point nodes. `protoc --decode_raw` on every message of ranks 0
+    // and 5: 35 nodes = 14 COMM_SEND_NODE + 14 COMM_RECV_NODE + 7 COMP_NODE of 7 us, each
+    // send/recv 131072 bytes (1 MiB / 8), 34 dependencies (one chain); rank 0 sends to 1 and
+    // receives from 7, tag 0.
+    ChakraJob job = ReadChakraJob(kData + "/custom_ring");
+    ASSERT_EQ(job.ranks.size(), 8u);
+    EXPECT_EQ(job.ranks[0].metadata.at("schema"), "1.0.2-chakra.0.0.4");
+    for (uint32_t r : {0u, 5u})
+    {
+        int sends = 0, recvs = 0, comps = 0, deps = 0;
+        for (const ChakraNode& n : job.ranks[r].nodes)
+        {
+            deps += n.dataDeps.size() + n.ctrlDeps.size();
+            if (n.type == ChakraNodeType::CommSend)
+            {
+                ++sends;
+                EXPECT_EQ(n.commSize, 131072u);
+                EXPECT_EQ(n.commDst, static_cast<int32_t>((r + 1) % 8));
+                EXPECT_EQ(n.commTag, 0);
+            }
+            else if (n.type == ChakraNodeType::CommRecv)
+            {
+                ++recvs;
+                EXPECT_EQ(n.commSize, 131072u);
+                EXPECT_EQ(n.commSrc, static_cast<int32_t>((r + 7) % 8));
+            }
+            else if (n.type == ChakraNodeType::Comp)
+            {
+                ++comps;
+                EXPECT_EQ(n.durationUs, 7u);
+            }
+        }
+        EXPECT_EQ(job.ranks[r].nodes.size(), 35u);
+        EXPECT_EQ(sends, 14);
+        EXPECT_EQ(recvs, 14);
+        EXPECT_EQ(comps, 7);
+        EXPECT_EQ(deps, 34);
+    }
+    // Chakra's send/recv are eager (ASTRA-sim): every rank sends before it receives, so the
+    // ring runs; the same graph with NCCL's rendezvous semantics deadlocks, and the run says so.
+    SimRun eager = Simulate(ChakraToJobTrace(job, ChakraP2p::Eager));
+    ASSERT_TRUE(eager.report.completed) << eager.report.stuck;
+    // Each rank's chain is 14 transfers of 128 KiB (10.5 us each at 12.5 GB/s) and 7 x 7 us
+    // of reduction in sequence: at least 14 * 10.49 + 49 = 196 us.
+    EXPECT_GT(eager.EndUs(), 14 * 131072 / 12.5e9 * 1e6 + 49);
+    EXPECT_LT(eager.EndUs(), 2 * (14 * 131072 / 12.5e9 * 1e6 + 49) + 14 * 5);
+    Simulator::Destroy();
+    SimRun rendezvous = Simulate(ChakraToJobTrace(job, ChakraP2p::Rendezvous));
+    EXPECT_FALSE(rendezvous.report.completed);
+}
+
+TEST_F(Chakra, TwoParallelComputeNodesThenAnAllReduce)
+{
+    // Per rank: A (1000 us) and B (3000 us) with no dependencies, then a 64 MiB AllReduce
+    // depending on both. A and B run side by side, so the AllReduce starts at 3000 us and takes
+    // the ring closed form 2 (n-1)/n S / B = 1.5 * 64 MiB / 12.5 GB/s = 8053 us on 4 ranks.
+    ChakraJob job = Uniform(4, {Comp(10, "A", 1000), Comp(11, "B", 3000),
+                                Coll(12, ChakraCollType::AllReduce, 64 << 20, {10, 11})});
+    SimRun r = Simulate(ChakraToJobTrace(job));
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    const double expected = 3000 + 1.5 * 64 * kMiB / 12.5e9 * 1e6;
+    EXPECT_NEAR(r.EndUs(), expected, 0.01 * expected); // serial A, B would be 1000 us more
+    const CollectiveRecord& c = r.w->GetCollectives().at(0);
+    EXPECT_EQ(c.FirstJoin(), MicroSeconds(3000));
+}
+
+TEST_F(Chakra, HostNodesRunOnHostThreadsAndGateDeviceNodes)
+{
+    // H1 (cpu, 500) -> K1 (gpu, 200) -> H2 (cpu, 50); K0 (gpu, 100) free; K2 (gpu, 300)
+    // after H1 and after H3 (cpu, 700, free): K2 starts at 700, ends 1000. H2 ends at
+    // 500 + 200 + 50 = 750. The rank ends at 1000; K0 is not delayed by any host node.
+    ChakraJob job = Uniform(1, {Comp(1, "H1", 500, {}, true), Comp(2, "K1", 200, {1}),
+                                Comp(3, "H2", 50, {2}, true), Comp(4, "K0", 100),
+                                Comp(5, "H3", 700, {}, true), Comp(6, "K2", 300, {1, 5})});
+    SimRun r = Simulate(ChakraToJobTrace(job));
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    std::map<std::string, std::pair<double, double>> span;
+    for (const auto& a : r.w->GetActivities())
+    {
+        span[a.op->name] = {a.start.GetNanoSeconds() / 1e3, a.end.GetNanoSeconds() / 1e3};
+    }
+    EXPECT_EQ(span["K0"], std::make_pair(0.0, 100.0));
+    EXPECT_EQ(span["K1"], std::make_pair(500.0, 700.0));
+    EXPECT_EQ(span["K2"], std::make_pair(700.0, 1000.0));
+    EXPECT_EQ(r.EndUs(), 1000.0);
+}
+
+TEST_F(Chakra, NodesWithoutADurationUseTheKernelCostModel)
+{
+    // H100 SXM datasheet numbers in the GPU spec: 989.5 TFLOP/s dense BF16, 3.35 TB/s HBM,
+    // 64 GB/s PCIe; the cost model's defaults reach 70 % of peak FLOP/s and 80 % of HBM, and a
+    // copy pays 1 us of setup. In a chain: F with num_ops = 989.5e12 * 0.7 * 1 ms -> 1000 us
+    // (its tensor_size of 1.34 GB alone would be 500 us); M with tensor_size
+    // 3.35e12 * 0.8 * 2 ms = 5.36 GB -> 2000 us; a MEM_LOAD of 64 MB -> 1 + 1000 us.
+    ChakraNode f = Comp(1, "F", 0);
+    f.numOps = 989.5e12 * 0.7 * 1e-3;
+    f.tensorSize = 1340000000;
+    ChakraNode m = Comp(2, "M", 0, {1});
+    m.tensorSize = 5360000000;
+    ChakraNode load;
+    load.id = 3;
+    load.name = "L";
+    load.type = ChakraNodeType::MemLoad;
+    load.tensorSize = 64000000;
+    load.dataDeps = {2};
+    SimRun r = Simulate(ChakraToJobTrace(Uniform(1, {f, m, load})));
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    EXPECT_NEAR(r.EndUs(), 1000 + 2000 + 1001, 0.01);
+}
+
+TEST_F(Chakra, MetadataNodesPassTheirDependenciesOn)
+{
+    // A (100) -> META -> B (50): B starts at 100.
+    ChakraNode meta;
+    meta.id = 2;
+    meta.type = ChakraNodeType::Metadata;
+    meta.dataDeps = {1};
+    ChakraJob job = Uniform(1, {Comp(1, "A", 100), meta, Comp(3, "B", 50, {2})});
+    SimRun r = Simulate(ChakraToJobTrace(job));
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    EXPECT_EQ(r.EndUs(), 150.0);
+}
+
+TEST_F(Chakra, OpIrToChakraToOpIrIsTheSameTrace)
+{
+    // A DAG with host nodes, parallel branches, a sub-group collective, send/recv and
+    // cross-thread dependencies; its Op IR written as Chakra files and read back is identical.
+    ChakraNode send;
+    send.id = 7;
+    send.name = "send";
+    send.type = ChakraNodeType::CommSend;
+    send.commSize = 4096;
+    send.dataDeps = {5};
+    ChakraNode recv = send;
+    recv.name = "recv";
+    recv.type = ChakraNodeType::CommRecv;
+    ChakraJob job;
+    for (uint32_t r = 0; r < 4; ++r)
+    {
+        ChakraNode s = send, v = recv;
+        s.commSrc = r;
+        s.commDst = (r + 1) % 4;
+        v.id = 8;
+        v.commSrc = (r + 3) % 4;
+        v.commDst = r;
+        ChakraNode sub = Coll(6, ChakraCollType::AllGather, 1 << 20, {3});
+        sub.pgName = r < 2 ? "5" : "6";
+        ChakraRankFile f;
+        f.file = "r" + std::to_string(r);
+        f.nodes = {Comp(1, "H", 30, {}, true),
+                   Comp(2, "K", 100, {1}),
+                   Comp(3, "L", 20),
+                   Coll(4, ChakraCollType::AllReduce, 1 << 22, {2, 3}),
+                   Comp(5, "H2", 10, {4, 2}, true),
+                   sub,
+                   s,
+                   v,
+                   Comp(9, "tail", 5, {6, 7, 8})};
+        job.ranks.push_back(f);
+    }
+    const JobTrace x0 = ChakraToJobTrace(job);
+    ValidateJobTrace(x0);
+    TestTempDir tmp("chakra-roundtrip");
+    WriteChakraJob(JobTraceToChakra(x0), tmp.Path() + "/job");
+    EXPECT_TRUE(std::filesystem::exists(tmp.Path() + "/job.3.et"));
+    EXPECT_TRUE(std::filesystem::exists(tmp.Path() + "/job.comm_groups.json"));
+    const JobTrace x1 = ImportChakra(tmp.Path() + "/job");
+    EXPECT_EQ(OpLines(x1), OpLines(x0));
+    // And once more through the files: a fixed point.
+    WriteChakraJob(JobTraceToChakra(x1), tmp.Path() + "/again");
+    EXPECT_EQ(OpLines(ImportChakra(tmp.Path() + "/again")), OpLines(x0));
+}
+
+TEST_F(Chakra, OpIrWorkloadSimulatesTheSameAfterAChakraRoundTrip)
+{
+    // A trace in the engine's own terms (host time, two streams, events, syncs, a sub-group
+    // collective, send/recv, a host thread signalling another, a grouped send/recv exchange)
+    // keeps its simulated time when written as Chakra and read back.
+    JobBuilder b(4);
+    b.AllRanks().CommInit("dp").CreateStream(1, true).CreateStream(2, true);
+    b.Rank(0).CommInit("pp", 2, 0).Rank(1).CommInit("pp", 2, 1).AllRanks();
+    b.Host(15).Kernel(1, "fwd", 400).RecordEvent(1, 1).WaitEvent(2, 1);
+    b.AllReduce(2, "dp", 16 << 20).Host(5).Kernel(1, "bwd", 800.5).SyncStream(2);
+    b.Rank(0).Send(1, "pp", 1, 8 << 20).Rank(1).Recv(1, "pp", 0, 8 << 20).AllRanks();
+    b.Kernel(1, "opt", 120).SyncDevice().Host(40);
+    b.Thread(1).Host(70).Signal(9).Thread(0).Wait(9).Kernel(2, "late", 30).SyncDevice();
+    // A grouped exchange (deadlocks unless both sides launch together, test
+    // GroupedSendRecvExchangeDoesNotDeadlock), then a kernel after it.
+    b.Rank(2).CommInit("x", 2, 0).Rank(3).CommInit("x", 2, 1);
+    b.Rank(2).Send(1, "x", 1, 4 << 20, 7).Recv(1, "x", 1, 4 << 20, 7).Kernel(1, "after", 10);
+    b.Rank(3).Send(1, "x", 0, 4 << 20, 7).Recv(1, "x", 0, 4 << 20, 7).Kernel(1, "after", 10);
+    b.AllRanks().SyncDevice();
+    const JobTrace original = b.Build();
+    ValidateJobTrace(original);
+    SimRun a = Simulate(original);
+    ASSERT_TRUE(a.report.completed) << a.report.stuck;
+    const Time tA = a.report.endTime;
+    Simulator::Destroy();
+    const ChakraJob ch = JobTraceToChakra(original);
+    EXPECT_EQ(ch.ranks[0].metadata.at("p2p"), "rendezvous"); // the Op IR's (NCCL) semantics
+    TestTempDir tmp("chakra-time");
+    WriteChakraJob(ch, tmp.Path() + "/w");
+    const JobTrace back = ImportChakra(tmp.Path() + "/w");
+    ValidateJobTrace(back);
+    SimRun c = Simulate(back);
+    ASSERT_TRUE(c.report.completed) << c.report.stuck;
+    EXPECT_EQ(c.report.endTime, tA);
+}
+
+TEST_F(Chakra, WriterBytesAreTheChakraWireFormat)
+{
+    // Encoded by hand from the protobuf wire format and the schema's field numbers:
+    // GlobalMetadata {version(1) "0.0.4"}, then Node {id(1) 1, name(2) "a", type(3) COMP_NODE
+    // = 4, data_deps(5) packed [0], duration_micros(7) 7, attr(10) {name(1) "is_cpu_op",
+    // bool_val(27) false}}, each behind its varint length. The attribute bytes are the ones
+    // in ASTRA-sim's own files ("R\x0e\n\tis_cpu_op\xd8\x01\x00").
+    const std::string meta = std::string("\x07\x0a\x05" "0.0.4", 8);
+    const std::string attr = std::string("\x0a\x09" "is_cpu_op" "\xd8\x01\x00", 14);
+    const std::string node = std::string("\x08\x01\x12\x01" "a" "\x18\x04\x2a\x01\x00\x38\x07", 12) +
+                             "\x52\x0e" + attr;
+    ASSERT_EQ(node.size(), 28u);
+    const std::string expected = meta + "\x1c" + node;
+    TestTempDir tmp("chakra-bytes");
+    ChakraRankFile f;
+    f.nodes = {Comp(1, "a", 7, {0})};
+    WriteChakraFile(f, tmp.Path() + "/w.0.et");
+    std::ifstream in(tmp.Path() + "/w.0.et", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(bytes, expected);
+}
+
+TEST_F(Chakra, CommGroupFileSetsMembersAndTheirOrder)
+{
+    // ASTRA-sim's comm-group file: group "3" = ranks [2, 0]; rank 1 is outside it. Without the
+    // file the members would be inferred from pg_name use in rank order ([0, 2]).
+    TestTempDir tmp("chakra-groups");
+    ChakraNode c = Coll(1, ChakraCollType::AllReduce, 1 << 20);
+    c.pgName = "3";
+    ChakraJob job = Uniform(3, {c});
+    job.ranks[1].nodes = {Comp(1, "idle", 5)};
+    WriteChakraJob(job, tmp.Path() + "/g");
+    std::ofstream(tmp.Path() + "/groups.json") << "{\"3\": [2, 0]}";
+    const JobTrace ir = ImportChakra(tmp.Path() + "/g", {tmp.Path() + "/groups.json"});
+    ValidateJobTrace(ir);
+    auto init = [&](uint32_t r) {
+        for (const Op& op : ir.ranks[r].ops)
+        {
+            if (op.kind == OpKind::CommInit && op.comm == "pg:3")
+            {
+                return op.commRank;
+            }
+        }
+        return -1;
+    };
+    EXPECT_EQ(init(2), 0);
+    EXPECT_EQ(init(0), 1);
+    EXPECT_EQ(init(1), -1);
+    const JobTrace inferred = ImportChakra(tmp.Path() + "/g");
+    EXPECT_EQ(inferred.ranks[0].ops[0].commRank, 0);
+    // PyTorch's process-group table in a METADATA node (as Chakra's PyTorch converter writes
+    // it and ASTRA-sim reads it): group "3" = [2, 0] there too; "0" with no ranks = all.
+    ChakraNode pg;
+    pg.id = 0;
+    pg.name = "## process_group:init ##";
+    pg.type = ChakraNodeType::Metadata;
+    pg.inputsValues = "['[{\"pg_name\": \"0\", \"ranks\": []}, "
+                      "{\"pg_name\": \"3\", \"pg_desc\": \"tp\", \"ranks\": [2, 0]}]']";
+    for (auto& f : job.ranks)
+    {
+        f.nodes.insert(f.nodes.begin(), pg);
+    }
+    WriteChakraJob(job, tmp.Path() + "/t/g");
+    const ChakraJob withTable = ReadChakraJob(tmp.Path() + "/t/g");
+    EXPECT_EQ(withTable.commGroups.at("3"), (std::vector<uint32_t>{2, 0}));
+    EXPECT_EQ(withTable.commGroups.at("0"), (std::vector<uint32_t>{0, 1, 2}));
+    const JobTrace fromTable = ChakraToJobTrace(withTable);
+    EXPECT_EQ(OpLines(fromTable), OpLines(ir));
+    // A group naming a rank the job does not have.
+    std::ofstream(tmp.Path() + "/bad.json") << "{\"3\": [0, 9]}";
+    const std::string e =
+        ErrorOf([&] { ImportChakra(tmp.Path() + "/g", {tmp.Path() + "/bad.json"}); });
+    EXPECT_NE(e.find("group '3' names a rank outside 0..2"), std::string::npos) << e;
+}
+
+TEST_F(Chakra, MalformedFilesAreReportedWithFileNodeAndOffset)
+{
+    TestTempDir tmp("chakra-bad");
+    const std::string good = tmp.Path() + "/good.0.et";
+    WriteChakraFile(Uniform(1, {Comp(1, "A", 10), Comp(2, "B", 10, {1})}).ranks[0], good);
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto write = [&](const std::string& name, const std::string& b) {
+        std::ofstream(tmp.Path() + "/" + name, std::ios::binary) << b;
+        return tmp.Path() + "/" + name;
+    };
+    // Cut inside the last node: its length prefix promises more than is left.
+    std::string e = ErrorOf([&] { ReadChakraFile(write("cut.0.et", bytes.substr(0, bytes.size() - 3))); });
+    EXPECT_NE(e.find("cut.0.et"), std::string::npos) << e;
+    EXPECT_NE(e.find("node 1 at byte offset"), std::string::npos) << e;
+    EXPECT_NE(e.find("runs past the end"), std::string::npos) << e;
+    // gzip-compressed files (Chakra's protoio reads them too) read the same.
+    {
+        gzFile z = gzopen((tmp.Path() + "/zipped.0.et").c_str(), "wb");
+        gzwrite(z, bytes.data(), static_cast<unsigned>(bytes.size()));
+        gzclose(z);
+        const ChakraRankFile zf = ReadChakraFile(tmp.Path() + "/zipped.0.et");
+        ASSERT_EQ(zf.nodes.size(), 2u);
+        EXPECT_EQ(zf.nodes[1].dataDeps, std::vector<uint64_t>{1});
+    }
+    e = ErrorOf([&] { ReadChakraFile(write("empty.0.et", "")); });
+    EXPECT_NE(e.find("empty file"), std::string::npos) << e;
+    e = ErrorOf([&] { ReadChakraFile(write("junk.0.et", bytes + std::string("\x05\xff\xff\xff\xff\xff", 6))); });
+    EXPECT_NE(e.find("node 2"), std::string::npos) << e;
+    EXPECT_NE(e.find("not a valid Chakra Node"), std::string::npos) << e;
+
+    e = ErrorOf([] { ChakraToJobTrace(Uniform(1, {Comp(1, "A", 1, {7})})); });
+    EXPECT_NE(e.find("depends on unknown node id 7"), std::string::npos) << e;
+    e = ErrorOf([] { ChakraToJobTrace(Uniform(1, {Comp(1, "A", 1, {2}), Comp(2, "B", 1, {1})})); });
+    EXPECT_NE(e.find("dependency cycle"), std::string::npos) << e;
+    e = ErrorOf([] { ChakraToJobTrace(Uniform(1, {Comp(1, "A", 1), Comp(1, "B", 1)})); });
+    EXPECT_NE(e.find("duplicate node id"), std::string::npos) << e;
+    e = ErrorOf([] { ChakraToJobTrace(Uniform(2, {Coll(1, ChakraCollType::Gather, 8)})); });
+    EXPECT_NE(e.find("GATHER is not supported"), std::string::npos) << e;
+    ChakraNode s;
+    s.id = 1;
+    s.type = ChakraNodeType::CommSend;
+    s.commDst = 5;
+    e = ErrorOf([&] { ChakraToJobTrace(Uniform(2, {s})); });
+    EXPECT_NE(e.find("comm_dst is 5"), std::string::npos) << e;
+    // Missing rank file and several traces in one directory.
+    std::filesystem::copy_file(good, tmp.Path() + "/gap.0.et");
+    std::filesystem::copy_file(good, tmp.Path() + "/gap.2.et");
+    e = ErrorOf([&] { FindChakraFiles(tmp.Path() + "/gap"); });
+    EXPECT_NE(e.find("rank file 1 is missing"), std::string::npos) << e;
+    e = ErrorOf([&] { FindChakraFiles(kData); });
+    EXPECT_NE(e.find("several Chakra traces"), std::string::npos) << e;
+}
+
+TEST_F(Chakra, CorruptedFilesGiveErrorsNeverCrashes)
+{
+    // 400 seeded corruptions of a real ET file (ASTRA-sim's custom ring, rank 0: 35 nodes,
+    // 29,581 bytes): flipped bytes, truncations, inserted junk. Reading and converting must
+    // either work or throw TraceFormatError (nothing else, no crash); the other 7 ranks are
+    // the published ones.
+    std::ifstream in(kData + "/custom_ring/custom_allreduce.0.et", std::ios::binary);
+    const std::string orig((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(orig.size(), 29581u);
+    TestTempDir tmp("chakra-corrupt");
+    const ChakraJob ring = ReadChakraJob(kData + "/custom_ring");
+    std::mt19937 rng(12345);
+    int rejected = 0;
+    for (int k = 0; k < 400; ++k)
+    {
+        std::string b = orig;
+        switch (k % 3)
+        {
+        case 0:
+            for (int j = 0; j < 4; ++j)
+            {
+                b[rng() % b.size()] = static_cast<char>(rng());
+            }
+            break;
+        case 1:
+            b.resize(rng() % b.size());
+            break;
+        default:
+            b.insert(rng() % b.size(), std::string(1 + rng() % 8, static_cast<char>(rng())));
+        }
+        const std::string file = tmp.Path() + "/c.0.et";
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << b;
+        try
+        {
+            ChakraJob job = ring; // the other 7 ranks as published
+            job.ranks[0] = ReadChakraFile(file);
+            ValidateJobTrace(ChakraToJobTrace(job));
+        }
+        catch (const TraceFormatError& e)
+        {
+            ++rejected;
+            EXPECT_GT(std::string(e.what()).size(), 20u);
+        }
+    }
+    // Truncations cut a message (or leave a whole-message prefix, which is a valid file of
+    // fewer nodes); most flips and insertions break a length or a field.
+    EXPECT_GT(rejected, 150) << rejected;
+    EXPECT_LT(rejected, 400) << rejected;
+}
+
+TEST_F(Chakra, CliImportExportAndSimulateDirectly)
+{
+    TestTempDir tmp("chakra-cli");
+    std::ostringstream out, err;
+    ASSERT_EQ(GpusimMain({"chakra", "import", kData + "/all_gather", "--out", tmp.Path() + "/ag"},
+                         out, err),
+              0)
+        << err.str();
+    EXPECT_TRUE(std::filesystem::exists(tmp.Path() + "/ag/manifest.json"));
+    ASSERT_EQ(GpusimMain({"chakra", "export", tmp.Path() + "/ag", "--out", tmp.Path() + "/x/ag"},
+                         out, err),
+              0)
+        << err.str();
+    ChakraJob back = ReadChakraJob(tmp.Path() + "/x/ag");
+    ASSERT_EQ(back.ranks.size(), 4u);
+    EXPECT_EQ(back.ranks[1].nodes.at(0).commSize, 1048576u); // per-rank input again
+    std::ostringstream info;
+    ASSERT_EQ(GpusimMain({"chakra", "info", kData + "/custom_ring"}, info, err), 0);
+    EXPECT_NE(info.str().find("     35     7    0     0    14    14"), std::string::npos)
+        << info.str();
+    // simulate reads the Chakra prefix itself: same end time as the imported directory.
+    auto endLine = [](const std::string& s) { return s.substr(s.find("# end of simulation")); };
+    std::ostringstream a, b;
+    ASSERT_EQ(GpusimMain({"simulate", kData + "/all_gather", "--servers", "4",
+                          "--gpus-per-server", "1"},
+                         a, err),
+              0)
+        << err.str();
+    Simulator::Destroy();
+    ASSERT_EQ(GpusimMain({"simulate", tmp.Path() + "/ag", "--servers", "4", "--gpus-per-server",
+                          "1"},
+                         b, err),
+              0)
+        << err.str();
+    EXPECT_EQ(endLine(a.str()), endLine(b.str()));
+    EXPECT_EQ(GpusimMain({"chakra", "import", kData + "/nothing", "--out", tmp.Path() + "/n"},
+                         out, err),
+              2);
+}
