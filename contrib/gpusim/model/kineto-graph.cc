@@ -32,6 +32,9 @@ Contains(std::string_view s, std::string_view part)
 }
 
 using StreamKey = std::pair<int64_t, int64_t>; // (device, stream)
+
+/// Slack when comparing recorded times of different events (old traces have integer µs).
+constexpr double kTimelineToleranceUs = 5.0;
 using ThreadKey = std::pair<int64_t, int64_t>; // (pid, tid)
 
 /// What a runtime/driver call does, from its name (CUDA, HIP and driver spellings).
@@ -150,6 +153,13 @@ class KinetoGraphBuilder
                    int64_t& record,
                    StreamKey& recordStream) const;
     bool LinkCrossStream(uint32_t wait, KinetoCrossStreamLink& link) const;
+    bool AgreesWithRecording(StreamKey recordStream, double recordTs, int64_t toGpu) const;
+    bool Explains(StreamKey recordStream, double recordTs, int64_t toGpu) const;
+    bool HeldOnGpu(uint32_t gpu) const;
+    bool StreamThatHeld(const KinetoEvent& w,
+                        StreamKey waitStream,
+                        int64_t toGpu,
+                        StreamKey& out) const;
 
     // Blocking calls.
     const KinetoEvent* CudaSyncOf(const KinetoEvent& call) const;
@@ -177,6 +187,7 @@ class KinetoGraphBuilder
     std::unordered_map<int64_t, uint32_t> m_callByCorrelation; //!< runtime/driver calls
     std::unordered_map<int64_t, uint32_t> m_syncByCorrelation; //!< cuda_sync events
     std::map<StreamKey, std::vector<uint32_t>> m_streamOps;    //!< GPU ops per stream
+    std::vector<int64_t> m_prevOnStream; //!< previous GPU op on the same stream, -1 if none
     std::map<StreamKey, LaunchList> m_streamLaunches;
     std::map<ThreadKey, LaunchList> m_threadLaunches;
     std::vector<CallClass> m_cls;
@@ -414,11 +425,13 @@ KinetoGraphBuilder::BuildLaunchLists()
 void
 KinetoGraphBuilder::AddStreamOrderEdges()
 {
+    m_prevOnStream.assign(m_ev.size(), -1);
     for (auto& [key, ops] : m_streamOps)
     {
         for (size_t k = 1; k < ops.size(); ++k)
         {
             AddDep(ops[k - 1], ops[k], DepKind::GpuGpu, DepDetail::InStream);
+            m_prevOnStream[ops[k]] = ops[k - 1];
         }
     }
 }
@@ -611,7 +624,8 @@ KinetoGraphBuilder::PairFromCudaSync(uint32_t wait,
 }
 
 /// Infers the pair without cuda_sync: the waiting stream is the one this thread launches on
-/// next; the event is the latest record on a different stream (of the same device). False
+/// next; the event is the latest record on a different stream (of the same device), checked
+/// against the recorded timeline (see the doc: "Records the trace does not show"). False
 /// when no pair can be inferred.
 bool
 KinetoGraphBuilder::InferPair(uint32_t wait,
@@ -624,20 +638,110 @@ KinetoGraphBuilder::InferPair(uint32_t wait,
     {
         return false;
     }
+    const int64_t to = FirstLaunchOnStream(waitStream, w.tsUs);
     StreamKey notThis = waitStream;
     FindRecord(wait, [&notThis](const StreamKey& k) { return k != notThis; }, record, recordStream);
+    if (record >= 0 && !AgreesWithRecording(recordStream, m_ev[record].tsUs, to))
+    {
+        record = -1; // the recording shows the waiting op starting before that record's op ended
+    }
+    // A waiting op that the recording shows held names the op it waited for: when the traced
+    // record does not explain the hold, the event was recorded by a call the trace lacks.
+    StreamKey src;
+    if (to >= 0 && HeldOnGpu(static_cast<uint32_t>(to)) &&
+        !(record >= 0 && Explains(recordStream, m_ev[record].tsUs, to)) &&
+        StreamThatHeld(w, waitStream, to, src))
+    {
+        record = wait;
+        recordStream = src;
+    }
     if (record < 0)
     {
-        // No record call in the trace (ROCm traces omit hipEventRecord): PyTorch records on
-        // the current stream right before waiting, so stand in for it.
+        // No record call in the trace (ROCm traces omit hipEventRecord; Kineto of 2021-22
+        // filtered cudaEventRecord out): PyTorch records on the current stream right before
+        // waiting (event.record(); event.block()), so stand in for it, if the recording agrees.
         StreamKey cur;
-        if (CurrentStream(w, w.tsUs, cur) && cur != waitStream)
+        if (CurrentStream(w, w.tsUs, cur) && cur != waitStream &&
+            AgreesWithRecording(cur, w.tsUs, to))
         {
             record = wait;
             recordStream = cur;
         }
     }
     return record >= 0 && waitStream.first == recordStream.first;
+}
+
+/// True when an edge from the last op launched on recordStream before recordTs to toGpu
+/// agrees with the recorded timeline: the awaited op ended before toGpu started.
+bool
+KinetoGraphBuilder::AgreesWithRecording(StreamKey recordStream,
+                                        double recordTs,
+                                        int64_t toGpu) const
+{
+    int64_t from = LastLaunchOnStream(recordStream, recordTs);
+    return from >= 0 && toGpu >= 0 &&
+           m_ev[from].EndUs() <= m_ev[toGpu].tsUs + kTimelineToleranceUs;
+}
+
+/// True when the last op launched on recordStream before recordTs ended when toGpu started
+/// (within the tolerance): the op that held it. Call only where AgreesWithRecording holds.
+bool
+KinetoGraphBuilder::Explains(StreamKey recordStream, double recordTs, int64_t toGpu) const
+{
+    return m_ev[LastLaunchOnStream(recordStream, recordTs)].EndUs() >=
+           m_ev[toGpu].tsUs - kTimelineToleranceUs;
+}
+
+/// True when a GPU op started later than both its launch call's return and the end of the
+/// op before it on its stream: something on another stream held it.
+bool
+KinetoGraphBuilder::HeldOnGpu(uint32_t gpu) const
+{
+    double ready = 0;
+    if (m_g.launchOf[gpu] >= 0)
+    {
+        ready = m_ev[m_g.launchOf[gpu]].EndUs();
+    }
+    if (m_prevOnStream[gpu] >= 0)
+    {
+        ready = std::max(ready, m_ev[m_prevOnStream[gpu]].EndUs());
+    }
+    return m_ev[gpu].tsUs > ready + kTimelineToleranceUs;
+}
+
+/// For a wait whose waiting op (toGpu) was held: the other stream of the device whose last op
+/// launched before the wait ended when toGpu started; the thread's current stream first, else
+/// the latest such end. work.wait() makes the current stream wait for the NCCL stream this
+/// way. False when no stream explains the hold.
+bool
+KinetoGraphBuilder::StreamThatHeld(const KinetoEvent& w,
+                                   StreamKey waitStream,
+                                   int64_t toGpu,
+                                   StreamKey& out) const
+{
+    StreamKey cur;
+    if (CurrentStream(w, w.tsUs, cur) && cur != waitStream &&
+        AgreesWithRecording(cur, w.tsUs, toGpu) && Explains(cur, w.tsUs, toGpu))
+    {
+        out = cur;
+        return true;
+    }
+    double bestEnd = -1;
+    for (const auto& [key, launches] : m_streamLaunches)
+    {
+        if (key == waitStream || key.first != waitStream.first ||
+            !AgreesWithRecording(key, w.tsUs, toGpu) || !Explains(key, w.tsUs, toGpu))
+        {
+            continue;
+        }
+        const double end = m_ev[LastLaunchOnStream(key, w.tsUs)].EndUs();
+        if (end > bestEnd)
+        {
+            bestEnd = end;
+            out = key;
+        }
+    }
+    return bestEnd >= 0;
 }
 
 /// The record -> wait pair of one cudaStreamWaitEvent call; false when there is none or it
@@ -880,7 +984,7 @@ KinetoGraphBuilder::AddSyncEdges()
         }
         // The call returned after what it waited for: an awaited op recorded as ending later
         // means the stream (or event) was inferred wrongly; such a call did not wait for it.
-        const double toleranceUs = 5.0;
+        const double toleranceUs = kTimelineToleranceUs;
         const double callEndUs = m_ev[c].EndUs();
         link.awaited.erase(std::remove_if(link.awaited.begin(),
                                           link.awaited.end(),
