@@ -154,12 +154,13 @@ class KinetoGraphBuilder
                    StreamKey& recordStream) const;
     bool LinkCrossStream(uint32_t wait, KinetoCrossStreamLink& link) const;
     bool AgreesWithRecording(StreamKey recordStream, double recordTs, int64_t toGpu) const;
-    bool Explains(StreamKey recordStream, double recordTs, int64_t toGpu) const;
+    double ReadyUs(uint32_t gpu) const;
     bool HeldOnGpu(uint32_t gpu) const;
     bool StreamThatHeld(const KinetoEvent& w,
                         StreamKey waitStream,
                         int64_t toGpu,
-                        StreamKey& out) const;
+                        StreamKey& out,
+                        double& outEndUs) const;
 
     // Blocking calls.
     const KinetoEvent* CudaSyncOf(const KinetoEvent& call) const;
@@ -645,12 +646,14 @@ KinetoGraphBuilder::InferPair(uint32_t wait,
     {
         record = -1; // the recording shows the waiting op starting before that record's op ended
     }
-    // A waiting op that the recording shows held names the op it waited for: when the traced
-    // record does not explain the hold, the event was recorded by a call the trace lacks.
+    // A waiting op that the recording shows held points at the op it waited for: the one that
+    // ended last while it was held. When that op is not the traced record's (a stale record,
+    // or none: the trace lacks the record call), a record at the wait on its stream stands in.
     StreamKey src;
+    double srcEnd = 0;
     if (to >= 0 && HeldOnGpu(static_cast<uint32_t>(to)) &&
-        !(record >= 0 && Explains(recordStream, m_ev[record].tsUs, to)) &&
-        StreamThatHeld(w, waitStream, to, src))
+        StreamThatHeld(w, waitStream, to, src, srcEnd) &&
+        (record < 0 || srcEnd > m_ev[LastLaunchOnStream(recordStream, m_ev[record].tsUs)].EndUs()))
     {
         record = wait;
         recordStream = src;
@@ -683,19 +686,10 @@ KinetoGraphBuilder::AgreesWithRecording(StreamKey recordStream,
            m_ev[from].EndUs() <= m_ev[toGpu].tsUs + kTimelineToleranceUs;
 }
 
-/// True when the last op launched on recordStream before recordTs ended when toGpu started
-/// (within the tolerance): the op that held it. Call only where AgreesWithRecording holds.
-bool
-KinetoGraphBuilder::Explains(StreamKey recordStream, double recordTs, int64_t toGpu) const
-{
-    return m_ev[LastLaunchOnStream(recordStream, recordTs)].EndUs() >=
-           m_ev[toGpu].tsUs - kTimelineToleranceUs;
-}
-
-/// True when a GPU op started later than both its launch call's return and the end of the
-/// op before it on its stream: something on another stream held it.
-bool
-KinetoGraphBuilder::HeldOnGpu(uint32_t gpu) const
+/// When a GPU op could have started as far as its own stream and launch go: its launch call's
+/// return and the end of the op before it on its stream.
+double
+KinetoGraphBuilder::ReadyUs(uint32_t gpu) const
 {
     double ready = 0;
     if (m_g.launchOf[gpu] >= 0)
@@ -706,41 +700,47 @@ KinetoGraphBuilder::HeldOnGpu(uint32_t gpu) const
     {
         ready = std::max(ready, m_ev[m_prevOnStream[gpu]].EndUs());
     }
-    return m_ev[gpu].tsUs > ready + kTimelineToleranceUs;
+    return ready;
+}
+
+/// True when a GPU op started later than it was ready to (ReadyUs): something on another
+/// stream held it.
+bool
+KinetoGraphBuilder::HeldOnGpu(uint32_t gpu) const
+{
+    return m_ev[gpu].tsUs > ReadyUs(gpu) + kTimelineToleranceUs;
 }
 
 /// For a wait whose waiting op (toGpu) was held: the other stream of the device whose last op
-/// launched before the wait ended when toGpu started; the thread's current stream first, else
-/// the latest such end. work.wait() makes the current stream wait for the NCCL stream this
-/// way. False when no stream explains the hold.
+/// launched before the wait ended last while toGpu was held, before it started (the thread's
+/// current stream on a tie), and when that op ended. work.wait() makes the current stream wait
+/// for the NCCL stream this way. False when no such op ended while toGpu was held.
 bool
 KinetoGraphBuilder::StreamThatHeld(const KinetoEvent& w,
                                    StreamKey waitStream,
                                    int64_t toGpu,
-                                   StreamKey& out) const
+                                   StreamKey& out,
+                                   double& outEndUs) const
 {
-    StreamKey cur;
-    if (CurrentStream(w, w.tsUs, cur) && cur != waitStream &&
-        AgreesWithRecording(cur, w.tsUs, toGpu) && Explains(cur, w.tsUs, toGpu))
-    {
-        out = cur;
-        return true;
-    }
+    StreamKey cur{-1, -1};
+    CurrentStream(w, w.tsUs, cur);
+    const double ready = ReadyUs(static_cast<uint32_t>(toGpu));
     double bestEnd = -1;
     for (const auto& [key, launches] : m_streamLaunches)
     {
         if (key == waitStream || key.first != waitStream.first ||
-            !AgreesWithRecording(key, w.tsUs, toGpu) || !Explains(key, w.tsUs, toGpu))
+            !AgreesWithRecording(key, w.tsUs, toGpu))
         {
             continue;
         }
         const double end = m_ev[LastLaunchOnStream(key, w.tsUs)].EndUs();
-        if (end > bestEnd)
+        if (end > ready && (end > bestEnd || (end == bestEnd && key == cur)))
         {
             bestEnd = end;
             out = key;
         }
     }
+    outEndUs = bestEnd;
     return bestEnd >= 0;
 }
 
