@@ -11,6 +11,7 @@
 #include "ns3/kineto-trace.h"
 #include "test-temp-dir.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -224,6 +225,41 @@ TEST(KinetoOldFormat, RealTracesWithinTwoPercentPerStepWithOverlap)
         GTEST_SKIP() << "none of the older-format traces is in " << kSharedDir
                      << " or GPUSIM_KINETO_EXTRA_DIR (doc/kineto-replay.md says where they "
                         "come from); the fixture kineto-old-cbid.json covers the same code";
+    }
+}
+
+TEST(KinetoOldFormat, RealTracesEngineEndMatchesTheQuickReplay)
+{
+    // As ReplayRealTrace.EngineMakespanMatchesTheQuickReplay does for ../shared: the engine's
+    // end of run equals the quick replay's makespan, and both finish.
+    size_t tested = 0;
+    for (const auto& name : kOlderTraces)
+    {
+        const std::string file = OlderFormatTrace(name);
+        if (file.empty())
+        {
+            continue;
+        }
+        SCOPED_TRACE(name);
+        ++tested;
+        const JobTrace job = ReadKinetoJob({file});
+        const QuickReplayResult quick = ReplayRecordedDurations(job.ranks.at(0));
+        ASSERT_TRUE(quick.complete) << quick.stuck;
+        ReplayOutput r = ReplayCli(file);
+        ASSERT_EQ(r.code, 0) << r.err;
+        simdjson::dom::parser parser;
+        EXPECT_NEAR(double(parser.parse(r.json)["end_us"]),
+                    quick.makespanUs,
+                    1e-3 * quick.makespanUs + 2);
+        for (const auto& it : quick.iterations)
+        {
+            EXPECT_LE(std::abs(it.ErrorPct()), 2.0) << it.name;
+        }
+    }
+    if (tested == 0)
+    {
+        GTEST_SKIP() << "none of the older-format traces is in " << kSharedDir
+                     << " or GPUSIM_KINETO_EXTRA_DIR";
     }
 }
 
