@@ -32,10 +32,12 @@ Contains(std::string_view s, std::string_view part)
 }
 
 using StreamKey = std::pair<int64_t, int64_t>; // (device, stream)
-
-/// Slack when comparing recorded times of different events (old traces have integer µs).
-constexpr double kTimelineToleranceUs = 5.0;
 using ThreadKey = std::pair<int64_t, int64_t>; // (pid, tid)
+
+/// Slack when comparing recorded times of different events: the sync check's 5 µs (a wrongly
+/// inferred stream there was 12.8 ms off, doc/kineto-replay.md); older traces round every time
+/// to whole µs. The timeline checks of cross-stream pairs use the same value.
+constexpr double kTimelineToleranceUs = 5.0;
 
 /// What a runtime/driver call does, from its name (CUDA, HIP and driver spellings).
 enum class CallClass : uint8_t
@@ -626,7 +628,8 @@ KinetoGraphBuilder::PairFromCudaSync(uint32_t wait,
 
 /// Infers the pair without cuda_sync: the waiting stream is the one this thread launches on
 /// next; the event is the latest record on a different stream (of the same device), checked
-/// against the recorded timeline (see the doc: "Records the trace does not show"). False
+/// against the recorded timeline (doc/kineto-replay.md, GPU->GPU, "Checked against the recorded
+/// timeline"). False
 /// when no pair can be inferred.
 bool
 KinetoGraphBuilder::InferPair(uint32_t wait,
