@@ -34,6 +34,11 @@ Contains(std::string_view s, std::string_view part)
 using StreamKey = std::pair<int64_t, int64_t>; // (device, stream)
 using ThreadKey = std::pair<int64_t, int64_t>; // (pid, tid)
 
+/// Slack when comparing recorded times of different events: the sync check's 5 µs (a wrongly
+/// inferred stream there was 12.8 ms off, doc/kineto-replay.md); older traces round every time
+/// to whole µs. The timeline checks of cross-stream pairs use the same value.
+constexpr double kTimelineToleranceUs = 5.0;
+
 /// What a runtime/driver call does, from its name (CUDA, HIP and driver spellings).
 enum class CallClass : uint8_t
 {
@@ -150,6 +155,14 @@ class KinetoGraphBuilder
                    int64_t& record,
                    StreamKey& recordStream) const;
     bool LinkCrossStream(uint32_t wait, KinetoCrossStreamLink& link) const;
+    bool AgreesWithRecording(StreamKey recordStream, double recordTs, int64_t toGpu) const;
+    double ReadyUs(uint32_t gpu) const;
+    bool HeldOnGpu(uint32_t gpu) const;
+    bool StreamThatHeld(const KinetoEvent& w,
+                        StreamKey waitStream,
+                        int64_t toGpu,
+                        StreamKey& out,
+                        double& outEndUs) const;
 
     // Blocking calls.
     const KinetoEvent* CudaSyncOf(const KinetoEvent& call) const;
@@ -177,6 +190,7 @@ class KinetoGraphBuilder
     std::unordered_map<int64_t, uint32_t> m_callByCorrelation; //!< runtime/driver calls
     std::unordered_map<int64_t, uint32_t> m_syncByCorrelation; //!< cuda_sync events
     std::map<StreamKey, std::vector<uint32_t>> m_streamOps;    //!< GPU ops per stream
+    std::vector<int64_t> m_prevOnStream; //!< previous GPU op on the same stream, -1 if none
     std::map<StreamKey, LaunchList> m_streamLaunches;
     std::map<ThreadKey, LaunchList> m_threadLaunches;
     std::vector<CallClass> m_cls;
@@ -414,11 +428,13 @@ KinetoGraphBuilder::BuildLaunchLists()
 void
 KinetoGraphBuilder::AddStreamOrderEdges()
 {
+    m_prevOnStream.assign(m_ev.size(), -1);
     for (auto& [key, ops] : m_streamOps)
     {
         for (size_t k = 1; k < ops.size(); ++k)
         {
             AddDep(ops[k - 1], ops[k], DepKind::GpuGpu, DepDetail::InStream);
+            m_prevOnStream[ops[k]] = ops[k - 1];
         }
     }
 }
@@ -611,7 +627,9 @@ KinetoGraphBuilder::PairFromCudaSync(uint32_t wait,
 }
 
 /// Infers the pair without cuda_sync: the waiting stream is the one this thread launches on
-/// next; the event is the latest record on a different stream (of the same device). False
+/// next; the event is the latest record on a different stream (of the same device), checked
+/// against the recorded timeline (doc/kineto-replay.md, GPU->GPU, "Checked against the recorded
+/// timeline"). False
 /// when no pair can be inferred.
 bool
 KinetoGraphBuilder::InferPair(uint32_t wait,
@@ -624,20 +642,109 @@ KinetoGraphBuilder::InferPair(uint32_t wait,
     {
         return false;
     }
+    const int64_t to = FirstLaunchOnStream(waitStream, w.tsUs);
     StreamKey notThis = waitStream;
     FindRecord(wait, [&notThis](const StreamKey& k) { return k != notThis; }, record, recordStream);
+    if (record >= 0 && !AgreesWithRecording(recordStream, m_ev[record].tsUs, to))
+    {
+        record = -1; // the recording shows the waiting op starting before that record's op ended
+    }
+    // A waiting op that the recording shows held points at the op it waited for: the one that
+    // ended last while it was held. When that op is not the traced record's (a stale record,
+    // or none: the trace lacks the record call), a record at the wait on its stream stands in.
+    StreamKey src;
+    double srcEnd = 0;
+    if (to >= 0 && HeldOnGpu(static_cast<uint32_t>(to)) &&
+        StreamThatHeld(w, waitStream, to, src, srcEnd) &&
+        (record < 0 || srcEnd > m_ev[LastLaunchOnStream(recordStream, m_ev[record].tsUs)].EndUs()))
+    {
+        record = wait;
+        recordStream = src;
+    }
     if (record < 0)
     {
-        // No record call in the trace (ROCm traces omit hipEventRecord): PyTorch records on
-        // the current stream right before waiting, so stand in for it.
+        // No record call in the trace (ROCm traces omit hipEventRecord; Kineto of 2021-22
+        // filtered cudaEventRecord out): PyTorch records on the current stream right before
+        // waiting (event.record(); event.block()), so stand in for it, if the recording agrees.
         StreamKey cur;
-        if (CurrentStream(w, w.tsUs, cur) && cur != waitStream)
+        if (CurrentStream(w, w.tsUs, cur) && cur != waitStream &&
+            AgreesWithRecording(cur, w.tsUs, to))
         {
             record = wait;
             recordStream = cur;
         }
     }
     return record >= 0 && waitStream.first == recordStream.first;
+}
+
+/// True when an edge from the last op launched on recordStream before recordTs to toGpu
+/// agrees with the recorded timeline: the awaited op ended before toGpu started.
+bool
+KinetoGraphBuilder::AgreesWithRecording(StreamKey recordStream,
+                                        double recordTs,
+                                        int64_t toGpu) const
+{
+    int64_t from = LastLaunchOnStream(recordStream, recordTs);
+    return from >= 0 && toGpu >= 0 &&
+           m_ev[from].EndUs() <= m_ev[toGpu].tsUs + kTimelineToleranceUs;
+}
+
+/// When a GPU op could have started as far as its own stream and launch go: its launch call's
+/// return and the end of the op before it on its stream.
+double
+KinetoGraphBuilder::ReadyUs(uint32_t gpu) const
+{
+    double ready = 0;
+    if (m_g.launchOf[gpu] >= 0)
+    {
+        ready = m_ev[m_g.launchOf[gpu]].EndUs();
+    }
+    if (m_prevOnStream[gpu] >= 0)
+    {
+        ready = std::max(ready, m_ev[m_prevOnStream[gpu]].EndUs());
+    }
+    return ready;
+}
+
+/// True when a GPU op started later than it was ready to (ReadyUs): something on another
+/// stream held it.
+bool
+KinetoGraphBuilder::HeldOnGpu(uint32_t gpu) const
+{
+    return m_ev[gpu].tsUs > ReadyUs(gpu) + kTimelineToleranceUs;
+}
+
+/// For a wait whose waiting op (toGpu) was held: the other stream of the device whose last op
+/// launched before the wait ended last while toGpu was held, before it started (the thread's
+/// current stream on a tie), and when that op ended. work.wait() makes the current stream wait
+/// for the NCCL stream this way. False when no such op ended while toGpu was held.
+bool
+KinetoGraphBuilder::StreamThatHeld(const KinetoEvent& w,
+                                   StreamKey waitStream,
+                                   int64_t toGpu,
+                                   StreamKey& out,
+                                   double& outEndUs) const
+{
+    StreamKey cur{-1, -1};
+    CurrentStream(w, w.tsUs, cur);
+    const double ready = ReadyUs(static_cast<uint32_t>(toGpu));
+    double bestEnd = -1;
+    for (const auto& [key, launches] : m_streamLaunches)
+    {
+        if (key == waitStream || key.first != waitStream.first ||
+            !AgreesWithRecording(key, w.tsUs, toGpu))
+        {
+            continue;
+        }
+        const double end = m_ev[LastLaunchOnStream(key, w.tsUs)].EndUs();
+        if (end > ready && (end > bestEnd || (end == bestEnd && key == cur)))
+        {
+            bestEnd = end;
+            out = key;
+        }
+    }
+    outEndUs = bestEnd;
+    return bestEnd >= 0;
 }
 
 /// The record -> wait pair of one cudaStreamWaitEvent call; false when there is none or it
@@ -880,7 +987,7 @@ KinetoGraphBuilder::AddSyncEdges()
         }
         // The call returned after what it waited for: an awaited op recorded as ending later
         // means the stream (or event) was inferred wrongly; such a call did not wait for it.
-        const double toleranceUs = 5.0;
+        const double toleranceUs = kTimelineToleranceUs;
         const double callEndUs = m_ev[c].EndUs();
         link.awaited.erase(std::remove_if(link.awaited.begin(),
                                           link.awaited.end(),

@@ -501,7 +501,9 @@ class JsonReader
         switch (key.empty() ? '\0' : key[0])
         {
         case 'c':
-            intTarget = key == "correlation" ? &ev.correlation : nullptr;
+            intTarget = key == "correlation" ? &ev.correlation
+                        : key == "cbid"      ? &ev.cbid
+                                             : nullptr;
             break;
         case 'd':
             intTarget = key == "device" ? &ev.device : nullptr;
@@ -803,12 +805,22 @@ class JsonReader
             return;
         }
         ev.name.assign(f.name.data(), f.name.size());
+        if (ev.category == KinetoCategory::Runtime && ev.cbid >= 0 && ev.name == "INVALID")
+        {
+            // Older Kineto named runtime calls from a table fixed at its build; calls of a
+            // newer CUDA came out as "INVALID" with only their cbid.
+            if (const char* known = KnownRuntimeCbidName(ev.cbid))
+            {
+                ev.name = known;
+            }
+        }
         ev.tsUs = f.ts;
         ev.durUs = f.dur;
         out.events.push_back(std::move(ev));
     }
 
-    /// A flow event ("s"/"f"): checked, then kept when it links a launch to GPU work (ac2g).
+    /// A flow event ("s"/"f"): checked, then kept when it links a launch to GPU work (ac2g or
+    /// async_cpu_to_gpu).
     void StoreFlow(const EventFields& f,
                    const KinetoEvent& ev,
                    uint64_t offset,
@@ -831,7 +843,8 @@ class JsonReader
         {
             Fail(offset, "event " + std::to_string(index) + ": invalid ts");
         }
-        if (!(f.hasCat && f.cat == "ac2g"))
+        // "async_cpu_to_gpu" is what Kineto of 2021-22 called the category.
+        if (!(f.hasCat && (f.cat == "ac2g" || f.cat == "async_cpu_to_gpu")))
         {
             ++out.ignoredEvents;
             return;

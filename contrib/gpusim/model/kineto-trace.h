@@ -82,6 +82,7 @@ struct KinetoEvent
     int64_t waitOnStream = -1;            //!< args.wait_on_stream
     int64_t waitOnRecordCorrelation = -1; //!< args.wait_on_cuda_event_record_corr_id
     int64_t waitOnEventId = -1;           //!< args.wait_on_cuda_event_id
+    int64_t cbid = -1;                    //!< args.cbid (CUPTI callback id of runtime calls)
     KinetoCollectiveArgs coll;
     uint64_t offset = 0; //!< byte offset of the event object in the (uncompressed) JSON
 
@@ -136,6 +137,11 @@ KinetoTrace ReadKinetoTrace(const std::string& path);
 /// Reads a whole file, decompressing gzip, into a string whose capacity leaves the padding
 /// simdjson needs after the text. Throws TraceFormatError (truncated or corrupt gzip).
 std::string LoadKinetoText(const std::string& path);
+
+/// CUPTI's name of a runtime call from its callback id (cupti_runtime_cbid.h), for the calls
+/// whose role the graph needs and those older Kineto printed as "INVALID" (ids past the end of
+/// its name table, e.g. 409 = cudaStreamGetCaptureInfo_v2). nullptr for other ids.
+const char* KnownRuntimeCbidName(int64_t cbid);
 
 /// Parses Kineto JSON text already in memory; name is used in error messages. Parsing is
 /// copy-free when json.capacity() leaves simdjson's padding (as LoadKinetoText does).
