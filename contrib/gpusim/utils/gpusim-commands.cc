@@ -34,7 +34,7 @@ namespace gpusim
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
-                                            "sample-us"};
+                                            "sample-us", "fidelity"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -105,6 +105,12 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     h.SetNcclAttribute("Protocol", StringValue(proto));
     h.SetNcclAttribute("Efficiency", DoubleValue(eff));
     h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
+    const std::string fidelity = o.Get("fidelity", "chunk");
+    if (fidelity != "chunk" && fidelity != "collective")
+    {
+        throw UsageError("--fidelity must be chunk or collective");
+    }
+    h.SetNcclAttribute("Fidelity", StringValue(fidelity));
     if (o.Has("chunk-bytes"))
     {
         h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
@@ -159,6 +165,8 @@ PrintCollectiveUsage(std::ostream& os)
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
+          "  --fidelity chunk|collective   collective: replay ops that already ran alone on\n"
+          "                        idle links (flow backend; doc/flow-backend.md)\n"
           "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
           "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
           "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
