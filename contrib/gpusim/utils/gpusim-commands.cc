@@ -628,6 +628,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         out << "# cluster: " << DescribeCluster(spec) << "\n";
         PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
+        PrintFidelityStats(o, *w, out, err);
         return FinishSimulation("simulate", o, w, rep, err);
     }
     catch (const UsageError& e)
@@ -641,6 +642,25 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         err << "gpusim simulate: error: " << e.what() << "\n";
         Simulator::Destroy();
         return 2;
+    }
+}
+
+void
+PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out, std::ostream& err)
+{
+    if (o.Get("fidelity", "chunk") != "collective")
+    {
+        return;
+    }
+    const NcclWorld::FidelityStats& s = w.GetNcclWorld()->GetFidelityStats();
+    out << "# collective fidelity: " << s.replayed << " collectives replayed, "
+        << s.watched + s.unwatched + s.detailed << " run chunk by chunk, " << s.conflicts
+        << " conflicts\n";
+    if (s.conflicts > 0)
+    {
+        err << "gpusim: warning: " << s.conflicts
+            << " replayed collective(s) shared links with traffic that started after them; "
+               "those ops ran chunk by chunk afterwards (--fidelity chunk is exact)\n";
     }
 }
 
