@@ -160,6 +160,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     }
     m_linkBytes.assign(nLinks, 0);
     m_linkFlows.assign(nLinks, {});
+    m_linkStarts.assign(nLinks, 0);
     m_linkMark.assign(nLinks, 0);
     m_linkTouch.assign(nLinks, 0);
     m_heapPos.assign(nLinks, kNotInHeap);
@@ -204,6 +205,24 @@ uint32_t
 FlowBackend::GetNActiveFlows() const
 {
     return m_nActive;
+}
+
+uint32_t
+FlowBackend::GetLinkActiveFlows(uint32_t link) const
+{
+    return static_cast<uint32_t>(m_linkFlows.at(link).size());
+}
+
+uint64_t
+FlowBackend::GetLinkFlowStarts(uint32_t link) const
+{
+    return m_linkStarts.at(link);
+}
+
+const std::vector<uint32_t>&
+FlowBackend::GetRouteLinks(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowKey)
+{
+    return LookupRoute(srcGpu, dstGpu, flowKey).links;
 }
 
 const std::vector<double>&
@@ -410,6 +429,7 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     bool alone = true;
     for (uint32_t l : f.route)
     {
+        ++m_linkStarts[l];
         m_linkFlows[l].push_back(slot);
         alone = alone && m_linkFlows[l].size() == 1;
     }

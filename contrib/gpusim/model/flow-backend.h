@@ -53,6 +53,17 @@ class FlowBackend : public NetworkBackend
     /// recomputation ran; -1 if `id` is not draining).
     double GetCurrentRate(uint64_t id) const;
 
+    // ---- link occupancy (collective-level fidelity, nccl-collective.cc) ----
+    /// Flows draining over a directed link now.
+    uint32_t GetLinkActiveFlows(uint32_t link) const;
+    /// Flows ever started over a directed link (monotone; zero-byte and same-GPU transfers
+    /// start none).
+    uint64_t GetLinkFlowStarts(uint32_t link) const;
+    /// The directed links a transfer src -> dst with `flowKey` crosses (the route StartTransfer
+    /// would use; empty for src == dst).
+    const std::vector<uint32_t>& GetRouteLinks(uint32_t srcGpu, uint32_t dstGpu,
+                                               uint64_t flowKey);
+
     // ---- rate history and rollback (live mode) ----
     /// Records into `history` from now on (null stops recording).
     void SetRateHistory(Ptr<FlowRateHistory> history);
@@ -230,6 +241,7 @@ class FlowBackend : public NetworkBackend
     std::vector<uint32_t> m_freeSlots;               //!< reusable slots (LIFO)
     uint32_t m_nActive = 0;                          //!< active flow slots
     std::vector<std::vector<uint32_t>> m_linkFlows; //!< per link: active slots crossing it
+    std::vector<uint64_t> m_linkStarts;             //!< per link: flows ever started over it
 
     // Recomputation scratch (allocated once, reused).
     std::vector<uint32_t> m_seedLinks;  //!< links whose flow set changed since the last pass

@@ -2,6 +2,8 @@
 
 #include "ns3/nccl-algorithms.h"
 
+#include "ns3/flow-backend.h"
+
 #include "ns3/double.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -73,6 +75,7 @@ void
 Communicator::DoDispose()
 {
     m_instances.clear();
+    m_memo.clear();
     m_sends.clear();
     m_recvs.clear();
     m_world = nullptr;
@@ -196,12 +199,30 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
         rec.gpus = m_gpus;
         rec.rankJoin.assign(m_nranks, Time(-1));
         rec.rankDone.assign(m_nranks, Time(-1));
-        rec.plan = m_world->Plan(op->coll, op->bytes, *this);
         inst.doneCbs.resize(m_nranks);
 
         const uint64_t seq = op->seq;
-        inst.exec = MakeExecutor(*op, rec.plan);
-        inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
+        if (m_world->IsCollectiveFidelity())
+        {
+            // The executor waits for the first executor join, where Decide() picks the mode.
+            const MemoKey key{static_cast<int>(op->coll), op->bytes, static_cast<int>(op->dtype),
+                              op->root};
+            auto [mit, fresh] = m_memo.try_emplace(key);
+            if (fresh)
+            {
+                mit->second.plan = m_world->Plan(op->coll, op->bytes, *this);
+            }
+            inst.memo = &mit->second;
+            inst.op = op;
+            inst.mode = Mode::Undecided;
+            rec.plan = mit->second.plan;
+        }
+        else
+        {
+            rec.plan = m_world->Plan(op->coll, op->bytes, *this);
+            inst.exec = MakeExecutor(*op, rec.plan);
+            inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
+        }
         it = m_instances.emplace(op->seq, std::move(inst)).first;
     }
 
@@ -227,6 +248,13 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
     NS_LOG_INFO("comm " << m_id << " seq " << op->seq << " " << gpusim::ToString(op->coll)
                         << ": rank " << commRank << " joined (" << inst.joined << "/" << m_nranks
                         << ")");
+    if (inst.mode != Mode::Chunk)
+    {
+        const uint64_t seq = op->seq;
+        Simulator::Schedule(rec.plan.baseLatency,
+                            [this, seq, commRank]() { ExecJoin(seq, commRank); });
+        return;
+    }
     CollectiveExecutor* exec = inst.exec.get();
     if (rec.plan.baseLatency.IsStrictlyPositive())
     {
@@ -239,10 +267,14 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
 }
 
 std::unique_ptr<CollectiveExecutor>
-Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan)
+Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts* sent)
 {
-    SendFn send = [this, plan](uint32_t from, uint32_t to, double bytes, uint64_t key,
-                               bool pipelined, std::function<void()> delivered) {
+    SendFn send = [this, plan, sent](uint32_t from, uint32_t to, double bytes, uint64_t key,
+                                     bool pipelined, std::function<void()> delivered) {
+        if (sent && bytes > 0)
+        {
+            ++(*sent)[{Endpoint(from), Endpoint(to), key}];
+        }
         Send(plan, from, to, bytes, key, pipelined, std::move(delivered));
     };
     const uint32_t n = m_nranks;
@@ -335,7 +367,14 @@ Communicator::FinishRank(uint64_t seq, uint32_t commRank)
     }
     if (inst.done == m_nranks)
     {
-        inst.record.transfers = inst.exec->transfers;
+        if (inst.mode == Mode::Chunk)
+        {
+            inst.record.transfers = inst.exec->transfers;
+        }
+        else
+        {
+            FinishCollectiveLevel(inst);
+        }
         m_world->NotifyCompleted(inst.record);
         // Free the executor after the current callback chain has unwound.
         Simulator::ScheduleNow([this, seq]() { m_instances.erase(seq); });
@@ -502,6 +541,24 @@ NcclWorld::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_pipelineDepth),
                           MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("Fidelity",
+                          "chunk: every collective runs chunk by chunk through the backend. "
+                          "collective: an op that already ran alone on its links (flow "
+                          "backend) and whose ranks all join at one instant with those links "
+                          "idle replays that run's per-rank completion times without "
+                          "transfers; everything else runs chunk by chunk "
+                          "(doc/flow-backend.md)",
+                          StringValue("chunk"),
+                          MakeStringAccessor(&NcclWorld::m_fidelity),
+                          MakeStringChecker())
+            .AddAttribute("FidelitySkew",
+                          "Fidelity=collective: an instance whose ranks join within this "
+                          "fraction of the op's run time of each other is watched or replayed "
+                          "as if all joined with the last one (the error this allows is at "
+                          "most the skew); wider skew runs chunk by chunk",
+                          DoubleValue(1e-3),
+                          MakeDoubleAccessor(&NcclWorld::m_fidelitySkew),
+                          MakeDoubleChecker<double>(0.0, 0.01))
             .AddTraceSource("TransferDelivered",
                             "A transfer of a collective or P2P operation was delivered",
                             MakeTraceSourceAccessor(&NcclWorld::m_transferDelivered),
@@ -526,6 +583,7 @@ NcclWorld::DoDispose()
     m_comms.clear();
     m_hops.clear();
     m_backend = nullptr;
+    m_flowNet = nullptr;
     Object::DoDispose();
 }
 
@@ -533,6 +591,8 @@ void
 NcclWorld::SetBackend(Ptr<NetworkBackend> backend)
 {
     m_backend = backend;
+    m_flowNet = backend ? PeekPointer(DynamicCast<FlowBackend>(backend)) : nullptr;
+    m_reservedUntil.clear();
     m_hops.clear();
 }
 

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +38,7 @@ namespace ns3
 
 class NcclWorld;
 class CollectiveExecutor;
+class FlowBackend;
 
 /// How one collective is executed.
 struct CollectivePlan
@@ -137,6 +139,37 @@ class Communicator : public Object
     void DoDispose() override;
 
   private:
+    /// Collective-level fidelity (NcclWorld Fidelity=collective, doc/flow-backend.md): what one
+    /// (kind, bytes, dtype, root) on this communicator learnt from its detailed runs.
+    struct MemoEntry
+    {
+        enum class State : uint8_t
+        {
+            Learn, //!< next instance runs detailed and records the links it uses
+            Watch, //!< next lockstep instance on idle links runs detailed, watched for isolation
+            Fast,  //!< lockstep instances on idle links replay the watched run's timings
+            Never  //!< a replay met foreign traffic: detailed from now on
+        };
+        State state = State::Learn;
+        CollectivePlan plan;
+        std::vector<uint32_t> links;     //!< directed links its transfers cross (sorted)
+        std::vector<uint64_t> ownStarts; //!< flows one instance starts on each of `links`
+        std::vector<Time> done;          //!< per comm rank: completion after the start
+        Time span;                       //!< largest of `done` (Learn: of its run)
+        uint64_t transfers = 0;
+    };
+    using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
+    using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
+    enum class Mode : uint8_t
+    {
+        Chunk,     //!< Fidelity=chunk: the executor from the first join on
+        Undecided, //!< collective fidelity, before the first rank's executor join
+        Learn,
+        Watch,
+        Fast,
+        Detailed //!< collective fidelity, but not replayable this time
+    };
+
     struct Instance
     {
         CollectiveRecord record;
@@ -144,7 +177,27 @@ class Communicator : public Object
         uint32_t joined = 0;
         uint32_t done = 0;
         std::vector<std::function<void()>> doneCbs;
+        // Collective-level fidelity only:
+        const gpusim::Op* op = nullptr;
+        Mode mode = Mode::Chunk;
+        MemoEntry* memo = nullptr;
+        Time start;                  //!< when the mode was decided
+        uint32_t execJoined = 0;     //!< executor joins so far (their ranks in execJoin)
+        std::vector<bool> execJoin;  //!< per comm rank: its executor join has come
+        EventId deadline;            //!< end of the wait for the last rank (replays)
+        std::vector<uint64_t> snap;  //!< flow starts on memo->links at `start`
+        SentCounts sent;             //!< Learn / Watch: transfers by (src, dst, flow key)
     };
+    /// Collective fidelity: comm rank r's executor join (after the base latency).
+    void ExecJoin(uint64_t seq, uint32_t commRank);
+    /// Collective fidelity: picks how instance `seq` runs (see MemoEntry::State).
+    void Decide(uint64_t seq, Instance& inst);
+    /// Collective fidelity: the ranks did not all join within the skew allowed for a replay.
+    void GiveUpWaiting(uint64_t seq);
+    /// Collective fidelity: builds the executor and joins the ranks whose join has come.
+    void StartDetailed(uint64_t seq, Instance& inst, Mode mode);
+    /// Collective fidelity: the last rank finished; updates the memo entry.
+    void FinishCollectiveLevel(Instance& inst);
     struct P2pPost
     {
         const gpusim::Op* op;
@@ -155,8 +208,10 @@ class Communicator : public Object
     void FinishRank(uint64_t seq, uint32_t commRank);
     void MatchP2p(uint32_t src, uint32_t dst);
     /// The step-graph executor of a new instance (nccl-algorithms.h).
+    /// `sent` (optional) counts the transfers with a payload by (src, dst, flow key).
     std::unique_ptr<CollectiveExecutor> MakeExecutor(const gpusim::Op& op,
-                                                     const CollectivePlan& plan);
+                                                     const CollectivePlan& plan,
+                                                     SentCounts* sent = nullptr);
     /// Backend endpoint of an executor node: a member GPU or an NVSwitch.
     uint32_t Endpoint(uint32_t node) const;
 
@@ -166,6 +221,7 @@ class Communicator : public Object
     std::vector<uint32_t> m_gpus; //!< by comm rank; UINT32_MAX = not joined
     std::vector<uint32_t> m_switches; //!< NVSwitch endpoint of each server group (NVLS)
     std::map<uint64_t, Instance> m_instances;
+    std::map<MemoKey, MemoEntry> m_memo; //!< collective fidelity
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_sends; //!< (src,dst)
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_recvs; //!< (src,dst)
     uint64_t m_p2pTransfers = 0;
@@ -201,6 +257,31 @@ class NcclWorld : public Object
         bool nvls = false;  //!< one end is an NVSwitch
     };
     const HopInfo& Hop(uint32_t srcEndpoint, uint32_t dstEndpoint) const;
+
+    /// Fidelity=collective (doc/flow-backend.md): true when collectives may be replayed.
+    bool IsCollectiveFidelity() const;
+    /// The backend as a FlowBackend (null for other backends: collective fidelity then runs
+    /// every collective in detail).
+    FlowBackend* GetFlowBackend() const;
+    /// Collective fidelity: no flow drains over any of `links` and none is reserved now.
+    bool LinksFree(const std::vector<uint32_t>& links) const;
+    /// Collective fidelity: `links` belong to one replayed or watched instance until `until`.
+    void Reserve(const std::vector<uint32_t>& links, Time until);
+
+    /// Collective fidelity: how far apart (fraction of the op's run time) ranks may join for
+    /// the instance to be watched or replayed as if all joined with the last.
+    double GetFidelitySkew() const;
+    /// What collective-level fidelity did (all zero at Fidelity=chunk).
+    struct FidelityStats
+    {
+        uint64_t replayed = 0;  //!< instances replayed from a watched run (no transfers)
+        uint64_t watched = 0;   //!< watched detailed runs that became replayable
+        uint64_t unwatched = 0; //!< watched runs that met foreign traffic (not replayable)
+        uint64_t detailed = 0;  //!< instances run in detail (learning, skew, busy links)
+        uint64_t conflicts = 0; //!< replays whose links carried other traffic meanwhile
+    };
+    const FidelityStats& GetFidelityStats() const;
+    FidelityStats& MutableFidelityStats();
 
     uint64_t NextTransferId();
     /// Starts a transfer after `delay` (the protocol's step latency); delivered() runs at
@@ -261,6 +342,11 @@ class NcclWorld : public Object
     uint32_t m_channels;      //!< 0 = one per member GPU of a server across servers, else 1
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
+    std::string m_fidelity;              //!< chunk | collective
+    double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
+    FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
+    std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
+    FidelityStats m_fidelityStats;
 };
 
 class NcclCollective : public Application

@@ -27,6 +27,10 @@ extern const std::set<std::string> kNcclOptions;
 Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
 /// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes.
 void ConfigureNccl(const Options& o, GpuWorkloadHelper& h);
+/// With --fidelity collective: a "# collective fidelity: ..." line on out, and a warning on
+/// err if a replay met later traffic.
+void PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out,
+                        std::ostream& err);
 /// Cost model and what-ifs from --cost-model, --kernel-table, --scale-kernels; --trace keeps
 /// network transfers for the trace.
 void ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper);

@@ -1,0 +1,313 @@
+/*
+ * Collective-level fidelity (NcclWorld attribute Fidelity=collective; doc/flow-backend.md).
+ *
+ * A collective whose ranks all join together and whose links carry nothing else runs the same
+ * way every time: its per-rank completion times after the start depend only on the
+ * communicator, the op (kind, bytes, dtype, root) and the topology. So each such op is run in
+ * detail (chunk level, through the flow backend) until one run is known to have been alone on
+ * its links from start to end; later instances under the same conditions replay that run's
+ * completion times without starting a transfer. Everything else (skewed joins, busy links,
+ * other backends) runs in detail as at Fidelity=chunk.
+ *
+ *   Learn  first instance: detailed, records the directed links its transfers cross and how
+ *          long it ran (its span).
+ *   Watch  next instance whose ranks all join within FidelitySkew x span of the first, with its
+ *          links idle then: detailed from the last join, links reserved; at the end the flows
+ *          started on them must be exactly its own, else it is not replayable.
+ *   Fast   later instances under the same conditions: completion events only (last join +
+ *          the watched run's per-rank times), links reserved until the last rank is done. If
+ *          other flows started on them meanwhile (traffic that began after the replay did),
+ *          that is a conflict and the op is never replayed again.
+ *
+ * Watched and replayed instances start at the last join: a rank that joined up to
+ * FidelitySkew x span earlier waits that long. Completion is monotone and non-expansive in
+ * the join times (a later join delays no completion by more than its own delay), so each such
+ * instance is off by at most that skew, and the errors do not grow along a chain of
+ * collectives: at most FidelitySkew (default 0.1 %) of the collective time.
+ */
+#include "ns3/flow-backend.h"
+#include "ns3/nccl-collective.h"
+
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("NcclFidelity");
+
+// ------------------------------------------------------------------ NcclWorld side
+
+bool
+NcclWorld::IsCollectiveFidelity() const
+{
+    if (m_fidelity == "collective")
+    {
+        return true;
+    }
+    if (m_fidelity != "chunk")
+    {
+        throw std::invalid_argument("NcclWorld Fidelity must be chunk or collective, not '" +
+                                    m_fidelity + "'");
+    }
+    return false;
+}
+
+FlowBackend*
+NcclWorld::GetFlowBackend() const
+{
+    return m_flowNet;
+}
+
+double
+NcclWorld::GetFidelitySkew() const
+{
+    return m_fidelitySkew;
+}
+
+bool
+NcclWorld::LinksFree(const std::vector<uint32_t>& links) const
+{
+    if (!m_flowNet)
+    {
+        return false;
+    }
+    const Time now = Simulator::Now();
+    for (uint32_t l : links)
+    {
+        if (m_flowNet->GetLinkActiveFlows(l) != 0 ||
+            (l < m_reservedUntil.size() && m_reservedUntil[l] > now))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+NcclWorld::Reserve(const std::vector<uint32_t>& links, Time until)
+{
+    if (m_reservedUntil.empty())
+    {
+        m_reservedUntil.assign(GetTopology()->Links().size(), Time(0));
+    }
+    for (uint32_t l : links)
+    {
+        m_reservedUntil[l] = until;
+    }
+}
+
+const NcclWorld::FidelityStats&
+NcclWorld::GetFidelityStats() const
+{
+    return m_fidelityStats;
+}
+
+NcclWorld::FidelityStats&
+NcclWorld::MutableFidelityStats()
+{
+    return m_fidelityStats;
+}
+
+// ------------------------------------------------------------------ Communicator side
+
+void
+Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
+{
+    Instance& inst = m_instances.at(seq);
+    if (inst.execJoin.empty())
+    {
+        inst.execJoin.assign(m_nranks, false);
+    }
+    inst.execJoin[commRank] = true;
+    ++inst.execJoined;
+    if (inst.mode != Mode::Undecided)
+    {
+        if (inst.mode != Mode::Fast)
+        {
+            inst.exec->Join(commRank);
+        }
+        return;
+    }
+    const MemoEntry& m = *inst.memo;
+    if (!m_world->GetFlowBackend() || m.state == MemoEntry::State::Never)
+    {
+        StartDetailed(seq, inst, Mode::Detailed);
+        return;
+    }
+    if (m.state == MemoEntry::State::Learn)
+    {
+        StartDetailed(seq, inst, Mode::Learn);
+        return;
+    }
+    if (inst.execJoined < m_nranks)
+    {
+        // Watch or replay: wait for the last rank, at most the skew a replay allows.
+        if (inst.execJoined == 1)
+        {
+            const Time wait =
+                NanoSeconds(std::llround(m.span.GetNanoSeconds() * m_world->GetFidelitySkew()));
+            inst.deadline = Simulator::Schedule(wait, &Communicator::GiveUpWaiting, this, seq);
+        }
+        return;
+    }
+    Simulator::Cancel(inst.deadline);
+    Decide(seq, inst);
+}
+
+void
+Communicator::GiveUpWaiting(uint64_t seq)
+{
+    Instance& inst = m_instances.at(seq);
+    if (inst.mode == Mode::Undecided)
+    {
+        StartDetailed(seq, inst, Mode::Detailed);
+    }
+}
+
+void
+Communicator::StartDetailed(uint64_t seq, Instance& inst, Mode mode)
+{
+    inst.mode = mode;
+    inst.start = Simulator::Now();
+    if (mode == Mode::Detailed)
+    {
+        ++m_world->MutableFidelityStats().detailed;
+    }
+    if (mode == Mode::Watch)
+    {
+        m_world->Reserve(inst.memo->links, Time::Max());
+    }
+    const bool record = mode == Mode::Learn || mode == Mode::Watch;
+    inst.exec = MakeExecutor(*inst.op, inst.record.plan, record ? &inst.sent : nullptr);
+    inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
+    for (uint32_t r = 0; r < m_nranks; ++r)
+    {
+        if (inst.execJoin[r])
+        {
+            inst.exec->Join(r);
+        }
+    }
+}
+
+void
+Communicator::Decide(uint64_t seq, Instance& inst)
+{
+    MemoEntry& m = *inst.memo;
+    FlowBackend* net = m_world->GetFlowBackend();
+    if (!m_world->LinksFree(m.links))
+    {
+        StartDetailed(seq, inst, Mode::Detailed);
+        return;
+    }
+    inst.snap.resize(m.links.size());
+    for (size_t i = 0; i < m.links.size(); ++i)
+    {
+        inst.snap[i] = net->GetLinkFlowStarts(m.links[i]);
+    }
+    if (m.state == MemoEntry::State::Watch)
+    {
+        StartDetailed(seq, inst, Mode::Watch);
+        return;
+    }
+    inst.mode = Mode::Fast;
+    inst.start = Simulator::Now();
+    ++m_world->MutableFidelityStats().replayed;
+    m_world->Reserve(m.links, inst.start + m.span);
+    for (uint32_t r = 0; r < m_nranks; ++r)
+    {
+        Simulator::Schedule(m.done[r], &Communicator::FinishRank, this, seq, r);
+    }
+    NS_LOG_INFO("comm " << m_id << " seq " << seq << ": replayed, done in " << m.span);
+}
+
+void
+Communicator::FinishCollectiveLevel(Instance& inst)
+{
+    MemoEntry& m = *inst.memo;
+    CollectiveRecord& rec = inst.record;
+    FlowBackend* net = m_world->GetFlowBackend();
+    NcclWorld::FidelityStats& stats = m_world->MutableFidelityStats();
+    if (inst.mode == Mode::Fast)
+    {
+        rec.transfers = m.transfers;
+        m_world->Reserve(m.links, Simulator::Now());
+        for (size_t i = 0; i < m.links.size(); ++i)
+        {
+            if (net->GetLinkFlowStarts(m.links[i]) != inst.snap[i])
+            {
+                // Traffic that started after the replay shared its links: the replay missed
+                // that contention. Never replay this op again.
+                ++stats.conflicts;
+                m.state = MemoEntry::State::Never;
+                NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
+                                    << ": replayed collective met other traffic");
+                break;
+            }
+        }
+        return;
+    }
+    rec.transfers = inst.exec->transfers;
+    if (inst.mode != Mode::Learn && inst.mode != Mode::Watch)
+    {
+        return;
+    }
+    // The links of every transfer it started, and how many flows it put on each.
+    std::map<uint32_t, uint64_t> own;
+    for (const auto& [k, count] : inst.sent)
+    {
+        const std::vector<uint32_t> route =
+            net->GetRouteLinks(std::get<0>(k), std::get<1>(k), std::get<2>(k));
+        for (uint32_t l : route)
+        {
+            own[l] += count;
+        }
+    }
+    if (inst.mode == Mode::Learn)
+    {
+        m.links.clear();
+        m.ownStarts.clear();
+        for (const auto& [l, c] : own)
+        {
+            m.links.push_back(l);
+            m.ownStarts.push_back(c);
+        }
+        m.state = MemoEntry::State::Watch;
+        m.span = Time(0);
+        for (uint32_t r = 0; r < m_nranks; ++r)
+        {
+            m.span = Max(m.span, rec.rankDone[r] - inst.start);
+        }
+        ++stats.detailed;
+        return;
+    }
+    m_world->Reserve(m.links, Simulator::Now());
+    bool alone = own.size() == m.links.size();
+    for (size_t i = 0; alone && i < m.links.size(); ++i)
+    {
+        auto it = own.find(m.links[i]);
+        alone = it != own.end() && it->second == m.ownStarts[i] &&
+                net->GetLinkFlowStarts(m.links[i]) - inst.snap[i] == m.ownStarts[i];
+    }
+    if (!alone)
+    {
+        ++stats.unwatched;
+        return;
+    }
+    m.done.resize(m_nranks);
+    m.span = Time(0);
+    for (uint32_t r = 0; r < m_nranks; ++r)
+    {
+        m.done[r] = rec.rankDone[r] - inst.start;
+        m.span = Max(m.span, m.done[r]);
+    }
+    m.transfers = rec.transfers;
+    m.state = MemoEntry::State::Fast;
+    ++stats.watched;
+}
+
+} // namespace ns3
