@@ -31,6 +31,7 @@ namespace ns3
 {
 
 class FlowMonitor;
+class PfcController;
 class FlowMonitorHelper;
 class NetDevice;
 class QueueDisc;
@@ -63,6 +64,9 @@ class PacketBackend : public NetworkBackend
     /// The end-host protocol (default: a TcpTransport). Set before the network is built.
     void SetTransport(Ptr<PacketTransport> transport);
     Ptr<PacketTransport> GetTransport() const;
+    /// Installs a default transport by name: "tcp" or "rdma" (std::invalid_argument else).
+    void SetTransportProtocol(const std::string& name);
+    std::string GetTransportProtocol() const; //!< "tcp", "rdma" or "" (another transport)
     /// Builds the ns-3 network now (otherwise the first StartTransfer does). Attributes and
     /// the transport must be configured before. Throws std::invalid_argument on bad settings.
     void Build();
@@ -84,6 +88,10 @@ class PacketBackend : public NetworkBackend
     Ptr<NetDevice> GetLinkDevice(uint32_t link) const;
     Ptr<QueueDisc> GetLinkQueueDisc(uint32_t link) const;
     Ptr<EcmpFlowRouting> GetRouting(uint32_t vertex) const;
+    /// PFC controller of a NIC or switch vertex (null unless the Pfc attribute is on).
+    Ptr<PfcController> GetPfcController(uint32_t vertex) const;
+    bool IsPfcEnabled() const;
+    uint64_t GetTotalPauses() const; //!< PAUSE frames sent by all switches
     /// Drops every packet that arrives over this directed link from now on (a failed link).
     void FailLink(uint32_t link);
 
@@ -101,6 +109,11 @@ class PacketBackend : public NetworkBackend
         uint64_t marks = 0;           //!< ECN CE marks
         uint32_t maxBacklogBytes = 0; //!< over the samples (0 without sampling)
         double meanBacklogBytes = 0;  //!< over the samples
+        // PFC (zero unless the Pfc attribute is on), for the sending node's port of the link:
+        uint64_t pausesSent = 0;      //!< PAUSE frames the sender sent to its upstream peer
+        uint64_t pausesReceived = 0;  //!< PAUSE frames that paused this egress
+        double pausedUs = 0;          //!< time this egress was paused
+        uint64_t losslessDrops = 0;   //!< lossless packets dropped beyond the headroom
     };
     std::vector<LinkStats> GetLinkStats() const;
     /// Mean utilisation of a packet link over [0, interval] from its byte counter.
@@ -167,6 +180,9 @@ class PacketBackend : public NetworkBackend
 
     void EnsureBuilt();
     void BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgress);
+    double PortBufferBytes(uint32_t link) const;
+    /// Build(): PFC on the sender's port of `link` (before its IPv4 interface exists).
+    void AddPfcPort(uint32_t link, Ptr<NetDevice> dev);
     void BuildRoutes();
     void SortPacketLinks();    //!< Build(): link slots in ascending link id
     void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs
@@ -194,6 +210,7 @@ class PacketBackend : public NetworkBackend
     bool m_recordTransfers = true;
     uint32_t m_ecmpSeed = 0;
     int64_t m_streamBase = 0;  //!< first RNG stream for queue discs
+    bool m_pfc = false;        //!< PFC on the lossless class (needs the ecn queue disc)
 
     Ptr<ClusterTopology> m_topology;
     Ptr<PacketTransport> m_transport;
@@ -212,6 +229,8 @@ class PacketBackend : public NetworkBackend
     std::vector<Ptr<QueueDisc>> m_linkQdisc;    //!< per slot: egress queue disc
     std::vector<uint32_t> m_linkIface;          //!< per slot: Ipv4 interface at the sender
     std::vector<bool> m_linkSwitchEgress;       //!< per slot
+    std::vector<int32_t> m_linkPfcPort;         //!< per slot: port in the sender's controller
+    std::vector<Ptr<PfcController>> m_pfcCtl;   //!< per vertex (null: none)
     std::vector<Ptr<EcmpFlowRouting>> m_routing; //!< per vertex (null: not a node)
     std::unique_ptr<FlowMonitorHelper> m_fmHelper;
     Ptr<FlowMonitor> m_monitor;

@@ -13,6 +13,7 @@
 #include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/rdma-transport.h"
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
 #include "ns3/validate-command.h"
@@ -34,7 +35,7 @@ namespace gpusim
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
-                                            "sample-us"};
+                                            "sample-us", "transport"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -43,11 +44,26 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     if (name == "packet")
     {
         // Unknown --cc / --queue names throw std::invalid_argument listing the known ones.
-        Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
-        tcp->SetCongestionControl(o.Get("cc", "dctcp"));
         Ptr<PacketBackend> b = CreateObject<PacketBackend>();
-        b->SetTransport(tcp);
-        b->SetAttribute("QueueDisc", StringValue(o.Get("queue", "red-ecn")));
+        const std::string transport = o.Get("transport", "tcp");
+        if (transport == "rdma")
+        {
+            Ptr<RdmaTransport> rdma = CreateObject<RdmaTransport>();
+            rdma->SetCongestionControl(o.Get("cc", "dcqcn"));
+            b->SetTransport(rdma);
+        }
+        else if (transport == "tcp")
+        {
+            Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
+            tcp->SetCongestionControl(o.Get("cc", "dctcp"));
+            b->SetTransport(tcp);
+        }
+        else
+        {
+            throw UsageError("--transport must be tcp or rdma");
+        }
+        b->SetAttribute("QueueDisc",
+                        StringValue(o.Get("queue", transport == "rdma" ? "ecn" : "red-ecn")));
         b->SetAttribute("Mtu", UintegerValue(o.Count("mtu", 9000)));
         if (o.Has("buffer"))
         {
@@ -70,7 +86,7 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     {
         throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
     }
-    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv"})
+    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport"})
     {
         if (o.Has(k))
         {
@@ -166,7 +182,10 @@ PrintCollectiveUsage(std::ostream& os)
           "  --cc NAME --queue NAME --mtu BYTES --buffer BYTES   packet backend: TCP congestion\n"
           "                        control (dctcp, cubic, newreno, bbr, ...), switch queue disc\n"
           "                        (red-ecn, step-ecn, fifo, red, fq-codel, codel, pie, fq-pie,\n"
-          "                        cobalt), fabric MTU (9000), switch buffer per port\n"
+          "                        cobalt, ecn: the default with rdma), fabric MTU (9000),\n"
+          "                        switch buffer per port\n"
+          "  --transport tcp|rdma  packet backend: ns-3 TCP (default) or RoCEv2 queue pairs;\n"
+          "                        with rdma, --cc is none, dcqcn (default), hpcc, timely, dctcp\n"
           "  --sample-us X         packet backend: sample link utilisation and queue backlog\n"
           "                        every X us (time series in the JSON and CSV)\n"
           "  --net-csv PREFIX      packet backend: per-link, per-queue and per-transfer CSV\n"
