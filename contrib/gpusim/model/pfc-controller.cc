@@ -47,9 +47,11 @@ PfcController::GetTypeId()
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("HeadroomBytes",
                           "Headroom per ingress port (bytes); 0 = 2 x bandwidth-delay product "
-                          "of the port's link + 2 x MTU (the formula of the HPCC simulator "
-                          "derivatives: what arrives during a PAUSE's round trip plus a frame "
-                          "in transmission at each end)",
+                          "of the port's link + 4 x MTU: what arrives during the PAUSE's round "
+                          "trip, plus the frames ahead of the PAUSE here (one in transmission, "
+                          "one in the device queue) and those the peer cannot recall (the same "
+                          "two); the HPCC simulator derivatives use 2 x BDP + 2 x MTU with "
+                          "no device queue",
                           UintegerValue(0),
                           MakeUintegerAccessor(&PfcController::m_headroomBytes),
                           MakeUintegerChecker<uint64_t>())
@@ -92,7 +94,7 @@ PfcController::AddPort(Ptr<NetDevice> dev, Ptr<EcnMarkingQueueDisc> egress, doub
     p.dev = dev;
     p.egress = egress;
     const double bdp = bitsPerSec * delay.GetSeconds() / 8;
-    p.headroom = m_headroomBytes > 0 ? m_headroomBytes : uint64_t(2 * bdp + 2.0 * mtu);
+    p.headroom = m_headroomBytes > 0 ? m_headroomBytes : uint64_t(2 * bdp + 4.0 * mtu);
     m_headroomTotal += p.headroom;
     m_portBuffers += portBufferBytes;
     m_mtu = std::max(m_mtu, mtu);
@@ -234,9 +236,17 @@ PfcController::Admit(Ptr<const QueueDiscItem> item)
         return true; // originated here (none in this model): nothing to account
     }
     Port& p = m_ports[tag.port];
-    const double threshold = GetThreshold();
     const uint32_t size = item->GetSize();
-    if (p.ingressBytes + size > threshold + p.headroom)
+    uint64_t buffered = 0;
+    for (const Port& q : m_ports)
+    {
+        buffered += q.egress->GetNBytes();
+    }
+    // A paused port lives on its headroom (a pool apart from the shared buffer); an unpaused
+    // one on the shared buffer.
+    const bool overflow = p.pausingUpstream ? p.ingressBytes + size > p.xoffLevel + p.headroom
+                                            : buffered + size > GetBufferBytes();
+    if (overflow)
     {
         ++p.stats.losslessDrops;
         return false;
@@ -244,9 +254,10 @@ PfcController::Admit(Ptr<const QueueDiscItem> item)
     p.ingressBytes += size;
     m_used += size;
     p.stats.maxIngressBytes = std::max(p.stats.maxIngressBytes, p.ingressBytes);
-    if (!p.pausingUpstream && p.ingressBytes > threshold)
+    if (!p.pausingUpstream && double(p.ingressBytes) > GetThreshold())
     {
         p.pausingUpstream = true;
+        p.xoffLevel = p.ingressBytes;
         ++p.stats.pausesSent;
         SendFrame(tag.port, true);
     }

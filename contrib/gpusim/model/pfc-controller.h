@@ -6,9 +6,10 @@
  * queue of the switch) its bytes count against that ingress port. The switch's buffer is
  * shared with a dynamic threshold (Choudhury and Hahne): a port may hold up to
  * T = DtAlpha * (free shared buffer) before it sends PAUSE upstream (XOFF); it sends RESUME
- * once it drains to T - ResumeOffset (XON). Above T each port has HeadroomBytes reserved for
- * what is still in flight when the PAUSE lands; a lossless packet beyond that is dropped and
- * counted (it should never happen when the headroom covers the round trip).
+ * once it drains to T - ResumeOffset (XON). Once paused, each port has HeadroomBytes reserved
+ * beyond its level at the PAUSE for what is still in flight; a lossless packet beyond that
+ * (or beyond the whole buffer) is dropped and counted (it should never happen when the
+ * headroom covers the round trip).
  *
  * On every node (switch and NIC) it obeys PAUSE/RESUME from the neighbour by pausing the
  * lossless class of that port's egress queue (EcnMarkingQueueDisc); lossy traffic continues.
@@ -75,6 +76,7 @@ class PfcController : public Object
         uint64_t headroom = 0;
         uint64_t ingressBytes = 0; //!< lossless bytes buffered that came in here
         bool pausingUpstream = false;
+        uint64_t xoffLevel = 0;    //!< ingress bytes when the PAUSE went out
         bool egressPaused = false;
         Time pausedSince;
         PortStats stats;
