@@ -10,6 +10,7 @@ PACKAGES=(
   libgsl-dev libsqlite3-dev libxml2-dev libpython3.11-dev libboost-dev  # needed by ns-3's CMake targets
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev zlib1g-dev
+  python3-matplotlib                   # optional: the study plots (examples/plot-*.py)
 )
 
 missing=()

@@ -360,7 +360,6 @@ PacketBackend::Build()
                                     " outside 576..65535");
     }
     const auto& verts = m_topology->Vertices();
-    const auto& links = m_topology->Links();
 
     // Nodes: one per NIC (host) and per fabric switch.
     m_vertexNode.assign(verts.size(), nullptr);
@@ -393,6 +392,59 @@ PacketBackend::Build()
     stack.SetRoutingHelper(EcmpFlowRoutingHelper());
     stack.Install(all);
 
+    BuildLinks();
+    SortPacketLinks();
+    for (uint32_t v = 0; v < verts.size(); ++v)
+    {
+        if (m_vertexHost[v] != kNone && m_vertexNode[v]->GetObject<Ipv4>()->GetNInterfaces() < 2)
+        {
+            throw std::invalid_argument("PacketBackend: NIC " + verts[v].name +
+                                        " has no link into the fabric");
+        }
+    }
+
+    AssignQueueStreams();
+
+    BuildRoutes();
+
+    m_transport->SetMessageCallback([this](uint64_t id) { OnMessage(id); });
+    m_transport->SetFailureCallback([this](const ConnectionKey& k) { OnConnectionFailed(k); });
+    m_transport->Install(m_hosts, m_hostAddr, m_mtu);
+
+    m_nvlink = CreateObject<FlowBackend>();
+    m_nvlink->SetTopology(m_topology);
+
+    if (m_flowMonitor)
+    {
+        m_fmHelper = std::make_unique<FlowMonitorHelper>();
+        NodeContainer hosts;
+        for (const auto& h : m_hosts)
+        {
+            hosts.Add(h);
+        }
+        m_monitor = m_fmHelper->Install(hosts);
+    }
+
+    // Nodes would initialise at the next event; a backend built mid-run sends right away, so
+    // initialise now (queue discs check their configuration here).
+    for (uint32_t i = 0; i < all.GetN(); ++i)
+    {
+        all.Get(i)->Initialize();
+    }
+    m_lastSent.assign(m_packetLinks.size(), 0);
+    m_utilSeries.assign(m_packetLinks.size(), {});
+    m_backlogSeries.assign(m_packetLinks.size(), {});
+    m_built = true;
+    NS_LOG_INFO("built " << m_hosts.size() << " hosts, " << m_switches.size() << " switches, "
+                         << m_packetLinks.size() << " directed links; transport "
+                         << m_transport->GetName() << ", queue " << m_queueName);
+}
+
+void
+PacketBackend::BuildLinks()
+{
+    const auto& verts = m_topology->Vertices();
+    const auto& links = m_topology->Links();
     // Links: one PointToPoint link per duplex pair between packet vertices.
     m_linkSlot.assign(links.size(), -1);
     uint32_t aux = kFirstAuxAddress;
@@ -444,51 +496,6 @@ PacketBackend::Build()
             m_linkIface.push_back(addInterface(from, dev));
         }
     }
-    SortPacketLinks();
-    for (uint32_t v = 0; v < verts.size(); ++v)
-    {
-        if (m_vertexHost[v] != kNone && m_vertexNode[v]->GetObject<Ipv4>()->GetNInterfaces() < 2)
-        {
-            throw std::invalid_argument("PacketBackend: NIC " + verts[v].name +
-                                        " has no link into the fabric");
-        }
-    }
-
-    AssignQueueStreams();
-
-    BuildRoutes();
-
-    m_transport->SetMessageCallback([this](uint64_t id) { OnMessage(id); });
-    m_transport->SetFailureCallback([this](const ConnectionKey& k) { OnConnectionFailed(k); });
-    m_transport->Install(m_hosts, m_hostAddr, m_mtu);
-
-    m_nvlink = CreateObject<FlowBackend>();
-    m_nvlink->SetTopology(m_topology);
-
-    if (m_flowMonitor)
-    {
-        m_fmHelper = std::make_unique<FlowMonitorHelper>();
-        NodeContainer hosts;
-        for (const auto& h : m_hosts)
-        {
-            hosts.Add(h);
-        }
-        m_monitor = m_fmHelper->Install(hosts);
-    }
-
-    // Nodes would initialise at the next event; a backend built mid-run sends right away, so
-    // initialise now (queue discs check their configuration here).
-    for (uint32_t i = 0; i < all.GetN(); ++i)
-    {
-        all.Get(i)->Initialize();
-    }
-    m_lastSent.assign(m_packetLinks.size(), 0);
-    m_utilSeries.assign(m_packetLinks.size(), {});
-    m_backlogSeries.assign(m_packetLinks.size(), {});
-    m_built = true;
-    NS_LOG_INFO("built " << m_hosts.size() << " hosts, " << m_switches.size() << " switches, "
-                         << m_packetLinks.size() << " directed links; transport "
-                         << m_transport->GetName() << ", queue " << m_queueName);
 }
 
 void
@@ -1215,6 +1222,7 @@ PacketBackend::Sample()
         m_backlogSeries[k].push_back(Backlog(k));
         m_lastSent[k] = sent;
     }
+    SampleQpRates();
     m_lastSampleTime = now;
     // Sample only while packet transfers are alive, so an idle backend leaves no events.
     if (PacketWorkPending())
@@ -1310,6 +1318,8 @@ PacketBackend::ToJson() const
     j.Key("retransmissions").Uint(GetRetransmissions());
     j.Key("connections").Uint(m_transport ? m_transport->GetNConnections() : 0);
     j.EndObject();
+    WriteRdmaJson(j); // "rdma" with that transport only
+    WritePfcJson(j);  // "pfc" with PFC on only
     const Time now = Simulator::Now();
     j.Key("links").BeginArray();
     for (const LinkStats& s : GetLinkStats())
@@ -1422,6 +1432,7 @@ PacketBackend::WriteCsv(const std::string& prefix) const
            << ToUs(r.start) << "," << ToUs(r.delivered) << "\n";
     }
     gpusim::WriteFileAtomically(prefix + "-transfers.csv", tr.str());
+    WriteRdmaCsv(prefix);
 }
 
 } // namespace ns3

@@ -16,6 +16,7 @@
 
 #include "ns3/event-id.h"
 #include "ns3/flow-backend.h"
+#include "ns3/json-writer.h"
 #include "ns3/ipv4-address.h"
 #include "ns3/network-backend.h"
 #include "ns3/node-container.h"
@@ -143,8 +144,13 @@ class PacketBackend : public NetworkBackend
     /// Everything above as one JSON object (see doc/packet-backend.md for the schema).
     std::string ToJson() const;
     std::string StatsJson() const override { return ToJson(); }
-    /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv.
+    /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv; with the rdma
+    /// transport also PREFIX-qps.csv, with PFC also PREFIX-pfc.csv.
     void WriteCsv(const std::string& prefix) const;
+    /// Per sample: each RDMA queue pair's pacing rate (bit/s), queue pairs in id order
+    /// (empty unless the transport is RdmaTransport and SampleInterval is set).
+    const std::vector<std::vector<float>>& GetQpRateSeries() const;
+    void WriteTraceCounters(gpusim::JsonWriter& w) const override;
 
     /// Signature of the TransferStarted / TransferDelivered trace sources.
     typedef void (*TransferTracedCallback)(const TransferRecord& transfer);
@@ -184,6 +190,7 @@ class PacketBackend : public NetworkBackend
     /// Build(): PFC on the sender's port of `link` (before its IPv4 interface exists).
     void AddPfcPort(uint32_t link, Ptr<NetDevice> dev);
     void BuildRoutes();
+    void BuildLinks();         //!< Build(): a PointToPoint link per duplex pair, queues, PFC
     void SortPacketLinks();    //!< Build(): link slots in ascending link id
     void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs
     const PairInfo& Pair(uint32_t src, uint32_t dst);
@@ -194,6 +201,11 @@ class PacketBackend : public NetworkBackend
     void StartSampling();
     void Sample();
     bool PacketWorkPending() const;
+    // packet-backend-observability.cc: the RDMA and PFC parts of the outputs
+    void SampleQpRates();
+    void WriteRdmaJson(gpusim::JsonWriter& j) const;
+    void WritePfcJson(gpusim::JsonWriter& j) const;
+    void WriteRdmaCsv(const std::string& prefix) const;
     uint32_t Backlog(uint32_t k) const;
 
     // Attributes
@@ -252,6 +264,7 @@ class PacketBackend : public NetworkBackend
     std::vector<std::vector<float>> m_utilSeries;      //!< per slot
     std::vector<std::vector<uint32_t>> m_backlogSeries; //!< per slot
     std::vector<uint64_t> m_lastSent;                  //!< per slot: bytes at the last sample
+    std::vector<std::vector<float>> m_qpRateSeries;    //!< per sample: rate of each QP
     Time m_lastSampleTime;
 
     TracedCallback<const TransferRecord&> m_startedTrace;   //!< StartTransfer was called

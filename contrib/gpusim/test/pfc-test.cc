@@ -1,5 +1,6 @@
 // PFC: an 8-to-1 RDMA incast loses nothing and sends pauses with PFC, drops without it; pauses
-// propagate from a congested leaf to the spine and on to the senders' leaf.
+// propagate from a congested leaf to the spine and on to the senders' leaf; the JSON, CSV and
+// trace carry the queue pairs and pauses.
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -9,8 +10,11 @@
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
+#include "test-temp-dir.h"
 
+#include <fstream>
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 using namespace ns3;
 
@@ -127,4 +131,71 @@ TEST_F(PfcTest, PausesPropagateUpstreamThroughTheSpine)
     }
     EXPECT_GT(spinePaused, 0u);
     EXPECT_GT(senderLeafPaused, 0u);
+}
+
+TEST_F(PfcTest, JsonCsvAndTraceCarryQueuePairsAndPauses)
+{
+    std::vector<double> done;
+    gpusim::ClusterSpec spec;
+    Ptr<PacketBackend> pkt;
+    {
+        // The incast above, sampled every 20 us.
+        spec.servers = 5;
+        spec.gpusPerServer = 1;
+        spec.nicsPerServer = 1;
+        spec.nicGbps = 100;
+        spec.fabric = "single-switch";
+        spec.linkLatencyUs = 1.0;
+        GpuClusterHelper h;
+        h.SetSpec(spec);
+        Ptr<RdmaTransport> rdma = CreateObject<RdmaTransport>();
+        rdma->SetCongestionControl("dcqcn");
+        pkt = CreateObject<PacketBackend>();
+        pkt->SetTransport(rdma);
+        pkt->SetAttribute("QueueDisc", StringValue("ecn"));
+        pkt->SetAttribute("BufferBytes", UintegerValue(1 << 20));
+        pkt->SetAttribute("Pfc", BooleanValue(true));
+        pkt->SetAttribute("SampleInterval", TimeValue(MicroSeconds(20)));
+        pkt->SetTopology(h.BuildTopology());
+        for (uint32_t s = 1; s < 5; ++s)
+        {
+            pkt->StartTransfer(s, s, 0, 8 << 20, 0, [&done](const TransferRecord& r) {
+                done.push_back(r.delivered.GetNanoSeconds() / 1e3);
+            });
+        }
+        Simulator::Run();
+    }
+    ASSERT_EQ(done.size(), 4u);
+    simdjson::dom::parser parser;
+    const std::string json = pkt->ToJson();
+    simdjson::dom::element doc = parser.parse(json);
+    EXPECT_EQ(std::string_view(doc["transport"]), "rdma/dcqcn");
+    EXPECT_GT(uint64_t(doc["rdma"]["cnps"]), 0u);
+    EXPECT_GT(uint64_t(doc["rdma"]["ce_marked_packets"]), 0u);
+    simdjson::dom::array qps = doc["rdma"]["queue_pairs"];
+    ASSERT_EQ(qps.size(), 4u);
+    for (simdjson::dom::element qp : qps)
+    {
+        EXPECT_EQ(uint64_t(qp["acked_bytes"]), 8u << 20);
+        EXPECT_EQ(simdjson::dom::array(qp["rate_gbps_samples"]).size(),
+                  pkt->GetSampleTimes().size());
+    }
+    EXPECT_EQ(uint64_t(doc["pfc"]["pauses_sent"]), pkt->GetTotalPauses());
+    TestTempDir dir("gpusim-rdma");
+    pkt->WriteCsv(dir.Path("run"));
+    for (const char* f : {"-qps.csv", "-pfc.csv", "-links.csv"})
+    {
+        std::ifstream in(dir.Path("run") + f);
+        std::string header;
+        std::string row;
+        EXPECT_TRUE(std::getline(in, header)) << f;
+        EXPECT_TRUE(std::getline(in, row)) << f;
+    }
+    gpusim::JsonWriter w;
+    w.BeginArray();
+    pkt->WriteTraceCounters(w);
+    w.EndArray();
+    const std::string trace = w.Take();
+    EXPECT_NE(trace.find("\"rate qp0 GPU 1->0\""), std::string::npos);
+    EXPECT_NE(trace.find("\"ph\":\"C\""), std::string::npos);
 }

@@ -1,5 +1,6 @@
 // RdmaTransport: idle-fabric agreement with the flow backend, segmentation and framing,
-// go-back-N recovery from injected losses (NACK and timeout), fair NIC scheduling, errors, CLI.
+// go-back-N recovery from injected losses (NACK and timeout), fair NIC scheduling, errors, CLI,
+// determinism.
 #include "ns3/channel.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/error-model.h"
@@ -344,4 +345,30 @@ TEST_F(RdmaTransportTest, BackendAttributeAndCliSelectRdma)
     code = gpusim::GpusimMain({"collective", "--transport", "rdma", "--bytes", "1M", "--quiet"},
                               out3, err3);
     EXPECT_EQ(code, 1) << "--transport without --backend packet is a usage error";
+}
+
+TEST_F(RdmaTransportTest, SameInputsGiveIdenticalResults)
+{
+    // A congested DCQCN incast (random ECN marks, CNPs, rate cuts) run twice in one process.
+    auto run = [] {
+        Ptr<PacketBackend> pkt = MakeRdma(Topology(Spec(5, 100)), "dcqcn", "ecn");
+        std::vector<int64_t> at;
+        for (uint32_t s = 1; s < 5; ++s)
+        {
+            pkt->StartTransfer(s, s, 0, 8 << 20, 0, [&at](const TransferRecord& r) {
+                at.push_back(r.delivered.GetNanoSeconds());
+            });
+        }
+        Simulator::Run();
+        auto rdma = DynamicCast<RdmaTransport>(pkt->GetTransport());
+        at.push_back(int64_t(rdma->GetCounters().cnpPackets));
+        at.push_back(int64_t(pkt->GetTotalMarks()));
+        Simulator::Destroy();
+        return at;
+    };
+    const auto a = run();
+    const auto b = run();
+    ASSERT_EQ(a.size(), 6u);
+    EXPECT_GT(a[4], 0) << "the scenario must be congested (CNPs)";
+    EXPECT_EQ(a, b);
 }
