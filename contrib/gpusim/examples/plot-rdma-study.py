@@ -70,7 +70,7 @@ def plot_queues(rows, out):
     fig.savefig(out + "-queues.png", dpi=110)
 
 
-def plot_series(path, out):
+def plot_series(path, out, xmax_us):
     series = defaultdict(lambda: ([], []))
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -82,6 +82,7 @@ def plot_series(path, out):
     fig, ax = plt.subplots(figsize=(8, 4))
     for cc, (t, b) in series.items():
         ax.plot(t, b, lw=0.8, label=cc)
+    ax.set_xlim(0, xmax_us)
     ax.set_xlabel("time (us)")
     ax.set_ylabel("hottest switch queue (KB)")
     ax.set_title("AllReduce + background incast, PFC on")
@@ -95,11 +96,12 @@ def main():
     ap.add_argument("--results", default="rdma-study.csv")
     ap.add_argument("--series", default="rdma-study-series.csv")
     ap.add_argument("--out", default="rdma-study")
+    ap.add_argument("--xmax-us", type=float, default=3000, help="time axis of the series plot")
     a = ap.parse_args()
     rows = read_rows(a.results)
     plot_completion(rows, a.out)
     plot_queues(rows, a.out)
-    plot_series(a.series, a.out)
+    plot_series(a.series, a.out, a.xmax_us)
 
 
 if __name__ == "__main__":

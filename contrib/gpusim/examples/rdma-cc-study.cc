@@ -34,6 +34,8 @@ using gpusim::CollKind;
 namespace
 {
 
+bool g_details = false; //!< --details: per-port drops and pauses on stderr
+
 std::vector<std::string>
 Split(const std::string& s)
 {
@@ -101,6 +103,13 @@ FillNetworkStats(Ptr<PacketBackend> pkt, Row& r, std::ostream* series, const std
     for (const auto& s : pkt->GetLinkStats())
     {
         r.pausedUs += s.pausedUs;
+        if (g_details && (s.drops > 0 || s.pausesSent > 0 || s.pausesReceived > 0))
+        {
+            std::cerr << label << ": " << s.from << "->" << s.to << " drops " << s.drops
+                      << " (lossless " << s.losslessDrops << "), pauses sent " << s.pausesSent
+                      << ", received " << s.pausesReceived << ", paused " << s.pausedUs
+                      << " us\n";
+        }
     }
     if (auto rdma = DynamicCast<RdmaTransport>(pkt->GetTransport()))
     {
@@ -222,6 +231,7 @@ main(int argc, char** argv)
     cmd.AddValue("sampleUs", "queue sampling period (us)", sampleUs);
     cmd.AddValue("csv", "per-run results", csv);
     cmd.AddValue("series", "hottest queue occupancy time series", seriesCsv);
+    cmd.AddValue("details", "print per-port drops and pauses of every run", g_details);
     cmd.Parse(argc, argv);
 
     Scenario sc;

@@ -163,6 +163,9 @@ EcnMarkingQueueDisc::DoEnqueue(Ptr<QueueDiscItem> item)
     }
     if (GetCurrentSize() + item > GetMaxSize())
     {
+        NS_LOG_INFO("buffer full: lossless " << lossless << ", admission " << bool(m_admit)
+                                             << ", " << GetNBytes() << " bytes queued, item "
+                                             << *item);
         DropBeforeEnqueue(item, "Buffer full");
         return false;
     }

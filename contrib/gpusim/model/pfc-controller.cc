@@ -248,6 +248,10 @@ PfcController::Admit(Ptr<const QueueDiscItem> item)
                                             : buffered + size > GetBufferBytes();
     if (overflow)
     {
+        NS_LOG_INFO("lossless drop at ingress port " << tag.port << ": paused "
+                                                     << p.pausingUpstream << ", ingress "
+                                                     << p.ingressBytes << ", buffered " << buffered
+                                                     << " of " << GetBufferBytes());
         ++p.stats.losslessDrops;
         return false;
     }

@@ -590,6 +590,11 @@ RdmaTransport::Reply(Ptr<Socket> s, const Address& to, uint8_t op, const RdmaHea
     }
     Ptr<Packet> p = Create<Packet>(0);
     p->AddHeader(a);
+    // ns-3's UDP SendTo on an unconnected socket ignores the socket's IP_TOS; the tag is what
+    // Ipv4L3Protocol reads, so ACKs/NACKs/CNPs travel in the lossless class like the data.
+    SocketIpTosTag tos;
+    tos.SetTos(uint8_t(m_dscp << 2) | kEct0);
+    p->ReplacePacketTag(tos);
     s->SendTo(p, 0, to);
     switch (op)
     {

@@ -4,6 +4,8 @@
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-cluster-helper.h"
+#include "ns3/ipv4-queue-disc-item.h"
+#include "ns3/queue-disc.h"
 #include "ns3/packet-backend.h"
 #include "ns3/pfc-controller.h"
 #include "ns3/rdma-transport.h"
@@ -198,4 +200,49 @@ TEST_F(PfcTest, JsonCsvAndTraceCarryQueuePairsAndPauses)
     const std::string trace = w.Take();
     EXPECT_NE(trace.find("\"rate qp0 GPU 1->0\""), std::string::npos);
     EXPECT_NE(trace.find("\"ph\":\"C\""), std::string::npos);
+}
+
+TEST_F(PfcTest, AcksAndDataAllTravelInTheLosslessClass)
+{
+    // Every RDMA packet a switch queues (data, ACK, NACK, CNP) must carry DSCP 3, or PFC
+    // would not protect it (ns-3's UDP SendTo ignores the socket's IP_TOS: the transport tags
+    // its replies). Counted at every switch egress of a small DCQCN incast.
+    gpusim::ClusterSpec spec;
+    spec.servers = 3;
+    spec.gpusPerServer = 1;
+    spec.nicsPerServer = 1;
+    spec.nicGbps = 100;
+    spec.fabric = "single-switch";
+    GpuClusterHelper h;
+    h.SetSpec(spec);
+    Ptr<RdmaTransport> rdma = CreateObject<RdmaTransport>();
+    rdma->SetCongestionControl("dcqcn");
+    Ptr<PacketBackend> pkt = CreateObject<PacketBackend>();
+    pkt->SetTransport(rdma);
+    pkt->SetAttribute("QueueDisc", StringValue("ecn"));
+    pkt->SetAttribute("Pfc", BooleanValue(true));
+    pkt->SetTopology(h.BuildTopology());
+    pkt->Build();
+    uint64_t lossless = 0;
+    uint64_t other = 0;
+    for (uint32_t link : pkt->GetPacketLinks())
+    {
+        pkt->GetLinkQueueDisc(link)->TraceConnectWithoutContext(
+            "Enqueue", Callback<void, Ptr<const QueueDiscItem>>([&](Ptr<const QueueDiscItem> i) {
+                auto ip = DynamicCast<const Ipv4QueueDiscItem>(i);
+                ASSERT_TRUE(ip);
+                if (ip->GetHeader().GetProtocol() == 17)
+                {
+                    (ip->GetHeader().GetDscp() == Ipv4Header::DscpType(3) ? lossless : other)++;
+                }
+            }));
+    }
+    uint32_t done = 0;
+    pkt->StartTransfer(1, 1, 0, 1 << 20, 0, [&done](const TransferRecord&) { ++done; });
+    pkt->StartTransfer(2, 2, 0, 1 << 20, 0, [&done](const TransferRecord&) { ++done; });
+    Simulator::Run();
+    EXPECT_EQ(done, 2u);
+    // Data packets (118 per MiB at 8944 B each) and one ACK each, at the host and switch.
+    EXPECT_GE(lossless, 2u * 2 * 118 * 2);
+    EXPECT_EQ(other, 0u);
 }
