@@ -336,6 +336,19 @@ TEST_F(RdmaTransportTest, BackendAttributeAndCliSelectRdma)
                                   out, err);
     EXPECT_EQ(code, 0) << err.str();
     EXPECT_NE(out.str().find("# backend: packet"), std::string::npos) << out.str();
+    // With PFC (needs the ecn queue disc, the rdma default) and the RDMA JSON section.
+    std::ostringstream outP, errP;
+    code = gpusim::GpusimMain({"collective", "--backend", "packet", "--transport", "rdma",
+                               "--pfc", "on", "--servers", "2", "--gpus-per-server", "1",
+                               "--bytes", "1M", "--quiet"},
+                              outP, errP);
+    EXPECT_EQ(code, 0) << errP.str();
+    std::ostringstream outQ, errQ;
+    code = gpusim::GpusimMain({"collective", "--backend", "packet", "--transport", "rdma",
+                               "--pfc", "on", "--queue", "red-ecn", "--bytes", "1M", "--quiet"},
+                              outQ, errQ);
+    EXPECT_NE(code, 0) << "PFC without the ecn queue disc is an error";
+    EXPECT_NE(errQ.str().find("ecn"), std::string::npos) << errQ.str();
     std::ostringstream out2, err2;
     code = gpusim::GpusimMain({"collective", "--backend", "packet", "--transport", "ib",
                                "--bytes", "1M", "--quiet"},

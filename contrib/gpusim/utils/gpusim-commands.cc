@@ -13,6 +13,7 @@
 #include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/boolean.h"
 #include "ns3/rdma-transport.h"
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
@@ -35,7 +36,7 @@ namespace gpusim
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
-                                            "sample-us", "transport"};
+                                            "sample-us", "transport", "pfc"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -69,6 +70,12 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
         {
             b->SetAttribute("BufferBytes", UintegerValue(ParseBytes(o.Get("buffer", ""))));
         }
+        const std::string pfc = o.Get("pfc", "off");
+        if (pfc != "on" && pfc != "off")
+        {
+            throw UsageError("--pfc must be on or off");
+        }
+        b->SetAttribute("Pfc", BooleanValue(pfc == "on")); // Build() checks --queue ecn
         if (o.Has("sample-us"))
         {
             const double us = o.Number("sample-us", 0);
@@ -86,7 +93,8 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     {
         throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
     }
-    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport"})
+    for (const char* k :
+         {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport", "pfc"})
     {
         if (o.Has(k))
         {
@@ -186,6 +194,8 @@ PrintCollectiveUsage(std::ostream& os)
           "                        switch buffer per port\n"
           "  --transport tcp|rdma  packet backend: ns-3 TCP (default) or RoCEv2 queue pairs;\n"
           "                        with rdma, --cc is none, dcqcn (default), hpcc, timely, dctcp\n"
+          "  --pfc on|off          packet backend: priority flow control for the lossless class\n"
+          "                        (RDMA, DSCP 3) in switches and NICs; needs --queue ecn\n"
           "  --sample-us X         packet backend: sample link utilisation and queue backlog\n"
           "                        every X us (time series in the JSON and CSV)\n"
           "  --net-csv PREFIX      packet backend: per-link, per-queue and per-transfer CSV\n"
