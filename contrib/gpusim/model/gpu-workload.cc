@@ -757,6 +757,10 @@ GpuWorkload::WriteChromeTraceEvents(JsonWriter& w) const
             w.EndObject();
         }
     }
+    if (m_backend)
+    {
+        m_backend->WriteTraceCounters(w); // queue / rate counter tracks, if any
+    }
 }
 
 } // namespace ns3

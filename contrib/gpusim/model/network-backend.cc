@@ -26,4 +26,9 @@ NetworkBackend::StatsJson() const
     return j.Take();
 }
 
+void
+NetworkBackend::WriteTraceCounters(gpusim::JsonWriter& /*w*/) const
+{
+}
+
 } // namespace ns3

@@ -16,6 +16,10 @@
 
 namespace ns3
 {
+namespace gpusim
+{
+class JsonWriter;
+}
 
 /// What a backend reports when a transfer is delivered.
 struct TransferRecord
@@ -57,6 +61,10 @@ class NetworkBackend : public Object
     /// Statistics of the run so far as one JSON object (links, queues, totals); embedded as
     /// "network" in the metrics JSON. The base version reports the backend and its counts.
     virtual std::string StatsJson() const;
+
+    /// Appends Chrome/Perfetto counter events ("ph": "C") of the network's time series (queue
+    /// occupancy, rates) to an open "traceEvents" array. The base version writes none.
+    virtual void WriteTraceCounters(gpusim::JsonWriter& w) const;
 };
 
 } // namespace ns3

@@ -1,11 +1,14 @@
 #include "ns3/packet-backend.h"
 
+#include "ns3/pfc-controller.h"
+
 #include "ns3/boolean.h"
 #include "ns3/channel.h"
 #include "ns3/cobalt-queue-disc.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
 #include "ns3/ecmp-flow-routing.h"
+#include "ns3/ecn-marking-queue-disc.h"
 #include "ns3/error-model.h"
 #include "ns3/flow-monitor-helper.h"
 #include "ns3/flow-monitor.h"
@@ -20,6 +23,7 @@
 #include "ns3/pointer.h"
 #include "ns3/queue-disc.h"
 #include "ns3/queue-size.h"
+#include "ns3/rdma-transport.h"
 #include "ns3/red-queue-disc.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -86,12 +90,27 @@ PacketBackend::GetTypeId()
                           MakePointerAccessor(&PacketBackend::SetTransport,
                                               &PacketBackend::GetTransport),
                           MakePointerChecker<PacketTransport>())
+            .AddAttribute("TransportProtocol",
+                          "End-host protocol by name: tcp (TcpTransport) or rdma "
+                          "(RdmaTransport, RoCEv2); setting it installs a default-configured "
+                          "transport of that kind",
+                          StringValue("tcp"),
+                          MakeStringAccessor(&PacketBackend::SetTransportProtocol,
+                                             &PacketBackend::GetTransportProtocol),
+                          MakeStringChecker())
             .AddAttribute("QueueDisc",
                           "Switch egress queue disc: fifo, red, red-ecn, step-ecn, codel, "
-                          "fq-codel, pie, fq-pie, cobalt",
+                          "fq-codel, pie, fq-pie, cobalt, ecn (EcnMarkingQueueDisc: "
+                          "instantaneous kmin/kmax/pmax marking and HPCC INT, for rdma)",
                           StringValue("red-ecn"),
                           MakeStringAccessor(&PacketBackend::m_queueName),
                           MakeStringChecker())
+            .AddAttribute("Pfc",
+                          "Priority Flow Control for the lossless class (DSCP 3, RDMA) in every "
+                          "switch and NIC (PfcController); needs QueueDisc ecn",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&PacketBackend::m_pfc),
+                          MakeBooleanChecker())
             .AddAttribute("Mtu",
                           "IP MTU of every fabric link (bytes)",
                           UintegerValue(9000),
@@ -201,6 +220,7 @@ PacketBackend::DoDispose()
     m_linkDev.clear();
     m_linkQdisc.clear();
     m_routing.clear();
+    m_pfcCtl.clear();
     m_topology = nullptr;
     NetworkBackend::DoDispose();
 }
@@ -208,7 +228,8 @@ PacketBackend::DoDispose()
 std::vector<std::string>
 PacketBackend::KnownQueueDiscs()
 {
-    return {"fifo", "red", "red-ecn", "step-ecn", "codel", "fq-codel", "pie", "fq-pie", "cobalt"};
+    return {"fifo",   "red",    "red-ecn", "step-ecn", "codel", "fq-codel",
+            "pie",    "fq-pie", "cobalt",  "ecn"};
 }
 
 void
@@ -241,6 +262,37 @@ Ptr<PacketTransport>
 PacketBackend::GetTransport() const
 {
     return m_transport;
+}
+
+void
+PacketBackend::SetTransportProtocol(const std::string& name)
+{
+    if (name == GetTransportProtocol())
+    {
+        return;
+    }
+    if (name == "tcp")
+    {
+        SetTransport(CreateObject<TcpTransport>());
+    }
+    else if (name == "rdma")
+    {
+        SetTransport(CreateObject<RdmaTransport>());
+    }
+    else
+    {
+        throw std::invalid_argument("unknown transport '" + name + "' (known: tcp, rdma)");
+    }
+}
+
+std::string
+PacketBackend::GetTransportProtocol() const
+{
+    if (DynamicCast<RdmaTransport>(m_transport))
+    {
+        return "rdma";
+    }
+    return DynamicCast<TcpTransport>(m_transport) ? "tcp" : "";
 }
 
 int64_t
@@ -297,18 +349,23 @@ PacketBackend::Build()
         throw std::invalid_argument("unknown queue disc '" + m_queueName + "' (known: " + list +
                                     ")");
     }
+    if (m_pfc && m_queueName != "ecn")
+    {
+        throw std::invalid_argument("PacketBackend: PFC needs the 'ecn' queue disc (not '" +
+                                    m_queueName + "')");
+    }
     if (m_mtu < 576 || m_mtu > 65535)
     {
         throw std::invalid_argument("PacketBackend: MTU " + std::to_string(m_mtu) +
                                     " outside 576..65535");
     }
     const auto& verts = m_topology->Vertices();
-    const auto& links = m_topology->Links();
 
     // Nodes: one per NIC (host) and per fabric switch.
     m_vertexNode.assign(verts.size(), nullptr);
     m_vertexHost.assign(verts.size(), kNone);
     m_routing.assign(verts.size(), nullptr);
+    m_pfcCtl.assign(verts.size(), nullptr);
     NodeContainer all;
     for (uint32_t v = 0; v < verts.size(); ++v)
     {
@@ -335,52 +392,7 @@ PacketBackend::Build()
     stack.SetRoutingHelper(EcmpFlowRoutingHelper());
     stack.Install(all);
 
-    // Links: one PointToPoint link per duplex pair between packet vertices.
-    m_linkSlot.assign(links.size(), -1);
-    uint32_t aux = kFirstAuxAddress;
-    auto addInterface = [&](uint32_t v, Ptr<NetDevice> dev) {
-        Ptr<Ipv4> ipv4 = m_vertexNode[v]->GetObject<Ipv4>();
-        const uint32_t iface = ipv4->AddInterface(dev);
-        const bool hostAddress = m_vertexHost[v] != kNone && iface == 1;
-        const Ipv4Address a = hostAddress ? m_hostAddr[m_vertexHost[v]] : Ipv4Address(aux++);
-        ipv4->AddAddress(iface, Ipv4InterfaceAddress(a, Ipv4Mask::GetOnes()));
-        ipv4->SetUp(iface);
-        if (m_vertexHost[v] != kNone)
-        {
-            ipv4->SetForwarding(iface, false); // hosts are endpoints, never transit
-        }
-        return iface;
-    };
-    for (uint32_t l = 0; l < links.size(); ++l)
-    {
-        const TopoLink& L = links[l];
-        if (L.reverse < l || !IsPacketVertex(verts[L.from].type) ||
-            !IsPacketVertex(verts[L.to].type))
-        {
-            continue;
-        }
-        PointToPointHelper p2p;
-        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(L.bitsPerSec))));
-        p2p.SetDeviceAttribute("Mtu", UintegerValue(m_mtu));
-        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(L.latencySec * 1e9))));
-        // The backlog lives in the queue disc (where AQM/ECN act); the device holds one frame.
-        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize("1p")));
-        NetDeviceContainer d = p2p.Install(m_vertexNode[L.from], m_vertexNode[L.to]);
-        for (int side = 0; side < 2; ++side)
-        {
-            const uint32_t id = side == 0 ? l : L.reverse;
-            const uint32_t from = links[id].from;
-            Ptr<NetDevice> dev = d.Get(side);
-            m_linkSlot[id] = static_cast<int32_t>(m_packetLinks.size());
-            m_packetLinks.push_back(id);
-            m_linkDev.push_back(dev);
-            const bool sw = verts[from].type == TopoVertexType::Switch;
-            m_linkSwitchEgress.push_back(sw);
-            m_linkQdisc.push_back(nullptr);
-            BuildQueueDisc(id, dev, sw);
-            m_linkIface.push_back(addInterface(from, dev));
-        }
-    }
+    BuildLinks();
     SortPacketLinks();
     for (uint32_t v = 0; v < verts.size(); ++v)
     {
@@ -429,6 +441,64 @@ PacketBackend::Build()
 }
 
 void
+PacketBackend::BuildLinks()
+{
+    const auto& verts = m_topology->Vertices();
+    const auto& links = m_topology->Links();
+    // Links: one PointToPoint link per duplex pair between packet vertices.
+    m_linkSlot.assign(links.size(), -1);
+    uint32_t aux = kFirstAuxAddress;
+    auto addInterface = [&](uint32_t v, Ptr<NetDevice> dev) {
+        Ptr<Ipv4> ipv4 = m_vertexNode[v]->GetObject<Ipv4>();
+        const uint32_t iface = ipv4->AddInterface(dev);
+        const bool hostAddress = m_vertexHost[v] != kNone && iface == 1;
+        const Ipv4Address a = hostAddress ? m_hostAddr[m_vertexHost[v]] : Ipv4Address(aux++);
+        ipv4->AddAddress(iface, Ipv4InterfaceAddress(a, Ipv4Mask::GetOnes()));
+        ipv4->SetUp(iface);
+        if (m_vertexHost[v] != kNone)
+        {
+            ipv4->SetForwarding(iface, false); // hosts are endpoints, never transit
+        }
+        return iface;
+    };
+    for (uint32_t l = 0; l < links.size(); ++l)
+    {
+        const TopoLink& L = links[l];
+        if (L.reverse < l || !IsPacketVertex(verts[L.from].type) ||
+            !IsPacketVertex(verts[L.to].type))
+        {
+            continue;
+        }
+        PointToPointHelper p2p;
+        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(L.bitsPerSec))));
+        p2p.SetDeviceAttribute("Mtu", UintegerValue(m_mtu));
+        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(L.latencySec * 1e9))));
+        // The backlog lives in the queue disc (where AQM/ECN act); the device holds one frame.
+        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize("1p")));
+        NetDeviceContainer d = p2p.Install(m_vertexNode[L.from], m_vertexNode[L.to]);
+        for (int side = 0; side < 2; ++side)
+        {
+            const uint32_t id = side == 0 ? l : L.reverse;
+            const uint32_t from = links[id].from;
+            Ptr<NetDevice> dev = d.Get(side);
+            m_linkSlot[id] = static_cast<int32_t>(m_packetLinks.size());
+            m_packetLinks.push_back(id);
+            m_linkDev.push_back(dev);
+            const bool sw = verts[from].type == TopoVertexType::Switch;
+            m_linkSwitchEgress.push_back(sw);
+            m_linkQdisc.push_back(nullptr);
+            BuildQueueDisc(id, dev, sw);
+            m_linkPfcPort.push_back(-1);
+            if (m_pfc)
+            {
+                AddPfcPort(id, dev); // its receive handler must precede IPv4's
+            }
+            m_linkIface.push_back(addInterface(from, dev));
+        }
+    }
+}
+
+void
 PacketBackend::SortPacketLinks()
 {
     // m_packetLinks was filled pairwise; keep the accessor's promise of ascending ids.
@@ -452,6 +522,7 @@ PacketBackend::SortPacketLinks()
     permute(m_linkQdisc);
     permute(m_linkIface);
     permute(m_linkSwitchEgress);
+    permute(m_linkPfcPort);
     for (uint32_t i = 0; i < m_packetLinks.size(); ++i)
     {
         m_linkSlot[m_packetLinks[i]] = static_cast<int32_t>(i);
@@ -477,7 +548,38 @@ PacketBackend::AssignQueueStreams()
         {
             stream += cobalt->AssignStreams(stream);
         }
+        else if (auto ecn = DynamicCast<EcnMarkingQueueDisc>(q))
+        {
+            stream += ecn->AssignStreams(stream);
+        }
     }
+}
+
+double
+PacketBackend::PortBufferBytes(uint32_t link) const
+{
+    const double scale = m_topology->Links()[link].bitsPerSec / kRefRate;
+    return std::max(m_bufferBytes > 0 ? double(m_bufferBytes) : kDefaultBufferAt100G * scale,
+                    4.0 * m_mtu);
+}
+
+void
+PacketBackend::AddPfcPort(uint32_t link, Ptr<NetDevice> dev)
+{
+    const TopoLink& L = m_topology->Links()[link];
+    Ptr<PfcController>& ctl = m_pfcCtl[L.from];
+    if (!ctl)
+    {
+        ctl = CreateObject<PfcController>();
+        // Switches pause their upstream; NICs drain into host memory and only obey.
+        const bool sw = m_topology->Vertices()[L.from].type == TopoVertexType::Switch;
+        ctl->SetAttribute("Generate", BooleanValue(sw));
+    }
+    Ptr<EcnMarkingQueueDisc> q = DynamicCast<EcnMarkingQueueDisc>(m_linkQdisc.back());
+    const uint64_t buffer = uint64_t(std::min(PortBufferBytes(link), 4e9));
+    m_linkPfcPort.back() = int32_t(ctl->AddPort(dev, q, L.bitsPerSec,
+                                                NanoSeconds(std::llround(L.latencySec * 1e9)),
+                                                m_mtu, buffer));
 }
 
 void
@@ -487,6 +589,18 @@ PacketBackend::BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgre
     const double scale = L.bitsPerSec / kRefRate;
     const double minThr = 2.0 * m_mtu;
     TrafficControlHelper tch;
+    if (!switchEgress && m_pfc)
+    {
+        // A NIC egress PFC can pause: the same three-band queue, never marking.
+        tch.SetRootQueueDisc(
+            "ns3::EcnMarkingQueueDisc",
+            "MaxSize",
+            QueueSizeValue(QueueSize(QueueSizeUnit::BYTES, uint32_t(m_hostBufferBytes))),
+            "Kmin", DoubleValue(4e9), "Kmax", DoubleValue(4e9),
+            "IntStamping", BooleanValue(false));
+        m_linkQdisc.back() = tch.Install(dev).Get(0);
+        return;
+    }
     if (!switchEgress)
     {
         tch.SetRootQueueDisc(
@@ -496,9 +610,7 @@ PacketBackend::BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgre
         m_linkQdisc.back() = tch.Install(dev).Get(0);
         return;
     }
-    const double buffer =
-        std::max(m_bufferBytes > 0 ? double(m_bufferBytes) : kDefaultBufferAt100G * scale,
-                 4.0 * m_mtu);
+    const double buffer = PortBufferBytes(link);
     const QueueSizeValue maxSize(
         QueueSize(QueueSizeUnit::BYTES, uint32_t(std::min(buffer, 4e9))));
     const bool ecn = m_transport->UsesEcn();
@@ -506,6 +618,19 @@ PacketBackend::BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgre
     if (q == "fifo")
     {
         tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", maxSize);
+    }
+    else if (q == "ecn")
+    {
+        const double kmin =
+            std::max(m_kminBytes > 0 ? m_kminBytes : kDefaultKminAt100G * scale, minThr);
+        const double kmax =
+            std::max(m_kmaxBytes > 0 ? m_kmaxBytes : kDefaultKmaxAt100G * scale, kmin);
+        tch.SetRootQueueDisc("ns3::EcnMarkingQueueDisc",
+                             "MaxSize", maxSize,
+                             "Kmin", DoubleValue(kmin),
+                             "Kmax", DoubleValue(kmax),
+                             "Pmax", DoubleValue(m_pmax),
+                             "LinkRate", DataRateValue(DataRate(uint64_t(L.bitsPerSec))));
     }
     else if (q == "red" || q == "red-ecn" || q == "step-ecn")
     {
@@ -918,6 +1043,32 @@ PacketBackend::GetRouting(uint32_t vertex) const
     return vertex < m_routing.size() ? m_routing[vertex] : nullptr;
 }
 
+Ptr<PfcController>
+PacketBackend::GetPfcController(uint32_t vertex) const
+{
+    return vertex < m_pfcCtl.size() ? m_pfcCtl[vertex] : nullptr;
+}
+
+bool
+PacketBackend::IsPfcEnabled() const
+{
+    return m_pfc;
+}
+
+uint64_t
+PacketBackend::GetTotalPauses() const
+{
+    uint64_t n = 0;
+    for (const auto& c : m_pfcCtl)
+    {
+        for (uint32_t p = 0; c && p < c->GetNPorts(); ++p)
+        {
+            n += c->GetPortStats(p).pausesSent;
+        }
+    }
+    return n;
+}
+
 void
 PacketBackend::FailLink(uint32_t link)
 {
@@ -976,6 +1127,15 @@ PacketBackend::GetLinkStats() const
             sum += b;
         }
         s.meanBacklogBytes = series.empty() ? 0 : sum / series.size();
+        if (m_linkPfcPort[k] >= 0)
+        {
+            const PfcController::PortStats& ps =
+                m_pfcCtl[L.from]->GetPortStats(uint32_t(m_linkPfcPort[k]));
+            s.pausesSent = ps.pausesSent;
+            s.pausesReceived = ps.pausesReceived;
+            s.pausedUs = ps.pausedTime.GetNanoSeconds() / 1e3;
+            s.losslessDrops = ps.losslessDrops;
+        }
         out.push_back(s);
     }
     return out;
@@ -1062,6 +1222,7 @@ PacketBackend::Sample()
         m_backlogSeries[k].push_back(Backlog(k));
         m_lastSent[k] = sent;
     }
+    SampleQpRates();
     m_lastSampleTime = now;
     // Sample only while packet transfers are alive, so an idle backend leaves no events.
     if (PacketWorkPending())
@@ -1157,6 +1318,8 @@ PacketBackend::ToJson() const
     j.Key("retransmissions").Uint(GetRetransmissions());
     j.Key("connections").Uint(m_transport ? m_transport->GetNConnections() : 0);
     j.EndObject();
+    WriteRdmaJson(j); // "rdma" with that transport only
+    WritePfcJson(j);  // "pfc" with PFC on only
     const Time now = Simulator::Now();
     j.Key("links").BeginArray();
     for (const LinkStats& s : GetLinkStats())
@@ -1269,6 +1432,7 @@ PacketBackend::WriteCsv(const std::string& prefix) const
            << ToUs(r.start) << "," << ToUs(r.delivered) << "\n";
     }
     gpusim::WriteFileAtomically(prefix + "-transfers.csv", tr.str());
+    WriteRdmaCsv(prefix);
 }
 
 } // namespace ns3

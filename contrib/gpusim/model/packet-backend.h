@@ -16,6 +16,7 @@
 
 #include "ns3/event-id.h"
 #include "ns3/flow-backend.h"
+#include "ns3/json-writer.h"
 #include "ns3/ipv4-address.h"
 #include "ns3/network-backend.h"
 #include "ns3/node-container.h"
@@ -31,6 +32,7 @@ namespace ns3
 {
 
 class FlowMonitor;
+class PfcController;
 class FlowMonitorHelper;
 class NetDevice;
 class QueueDisc;
@@ -63,6 +65,9 @@ class PacketBackend : public NetworkBackend
     /// The end-host protocol (default: a TcpTransport). Set before the network is built.
     void SetTransport(Ptr<PacketTransport> transport);
     Ptr<PacketTransport> GetTransport() const;
+    /// Installs a default transport by name: "tcp" or "rdma" (std::invalid_argument else).
+    void SetTransportProtocol(const std::string& name);
+    std::string GetTransportProtocol() const; //!< "tcp", "rdma" or "" (another transport)
     /// Builds the ns-3 network now (otherwise the first StartTransfer does). Attributes and
     /// the transport must be configured before. Throws std::invalid_argument on bad settings.
     void Build();
@@ -84,6 +89,10 @@ class PacketBackend : public NetworkBackend
     Ptr<NetDevice> GetLinkDevice(uint32_t link) const;
     Ptr<QueueDisc> GetLinkQueueDisc(uint32_t link) const;
     Ptr<EcmpFlowRouting> GetRouting(uint32_t vertex) const;
+    /// PFC controller of a NIC or switch vertex (null unless the Pfc attribute is on).
+    Ptr<PfcController> GetPfcController(uint32_t vertex) const;
+    bool IsPfcEnabled() const;
+    uint64_t GetTotalPauses() const; //!< PAUSE frames sent by all switches
     /// Drops every packet that arrives over this directed link from now on (a failed link).
     void FailLink(uint32_t link);
 
@@ -101,6 +110,11 @@ class PacketBackend : public NetworkBackend
         uint64_t marks = 0;           //!< ECN CE marks
         uint32_t maxBacklogBytes = 0; //!< over the samples (0 without sampling)
         double meanBacklogBytes = 0;  //!< over the samples
+        // PFC (zero unless the Pfc attribute is on), for the sending node's port of the link:
+        uint64_t pausesSent = 0;      //!< PAUSE frames the sender sent to its upstream peer
+        uint64_t pausesReceived = 0;  //!< PAUSE frames that paused this egress
+        double pausedUs = 0;          //!< time this egress was paused
+        uint64_t losslessDrops = 0;   //!< lossless packets dropped beyond the headroom
     };
     std::vector<LinkStats> GetLinkStats() const;
     /// Mean utilisation of a packet link over [0, interval] from its byte counter.
@@ -130,8 +144,13 @@ class PacketBackend : public NetworkBackend
     /// Everything above as one JSON object (see doc/packet-backend.md for the schema).
     std::string ToJson() const;
     std::string StatsJson() const override { return ToJson(); }
-    /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv.
+    /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv; with the rdma
+    /// transport also PREFIX-qps.csv, with PFC also PREFIX-pfc.csv.
     void WriteCsv(const std::string& prefix) const;
+    /// Per sample: each RDMA queue pair's pacing rate (bit/s), queue pairs in id order
+    /// (empty unless the transport is RdmaTransport and SampleInterval is set).
+    const std::vector<std::vector<float>>& GetQpRateSeries() const;
+    void WriteTraceCounters(gpusim::JsonWriter& w) const override;
 
     /// Signature of the TransferStarted / TransferDelivered trace sources.
     typedef void (*TransferTracedCallback)(const TransferRecord& transfer);
@@ -167,7 +186,11 @@ class PacketBackend : public NetworkBackend
 
     void EnsureBuilt();
     void BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgress);
+    double PortBufferBytes(uint32_t link) const;
+    /// Build(): PFC on the sender's port of `link` (before its IPv4 interface exists).
+    void AddPfcPort(uint32_t link, Ptr<NetDevice> dev);
     void BuildRoutes();
+    void BuildLinks();         //!< Build(): a PointToPoint link per duplex pair, queues, PFC
     void SortPacketLinks();    //!< Build(): link slots in ascending link id
     void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs
     const PairInfo& Pair(uint32_t src, uint32_t dst);
@@ -178,6 +201,11 @@ class PacketBackend : public NetworkBackend
     void StartSampling();
     void Sample();
     bool PacketWorkPending() const;
+    // packet-backend-observability.cc: the RDMA and PFC parts of the outputs
+    void SampleQpRates();
+    void WriteRdmaJson(gpusim::JsonWriter& j) const;
+    void WritePfcJson(gpusim::JsonWriter& j) const;
+    void WriteRdmaCsv(const std::string& prefix) const;
     uint32_t Backlog(uint32_t k) const;
 
     // Attributes
@@ -194,6 +222,7 @@ class PacketBackend : public NetworkBackend
     bool m_recordTransfers = true;
     uint32_t m_ecmpSeed = 0;
     int64_t m_streamBase = 0;  //!< first RNG stream for queue discs
+    bool m_pfc = false;        //!< PFC on the lossless class (needs the ecn queue disc)
 
     Ptr<ClusterTopology> m_topology;
     Ptr<PacketTransport> m_transport;
@@ -212,6 +241,8 @@ class PacketBackend : public NetworkBackend
     std::vector<Ptr<QueueDisc>> m_linkQdisc;    //!< per slot: egress queue disc
     std::vector<uint32_t> m_linkIface;          //!< per slot: Ipv4 interface at the sender
     std::vector<bool> m_linkSwitchEgress;       //!< per slot
+    std::vector<int32_t> m_linkPfcPort;         //!< per slot: port in the sender's controller
+    std::vector<Ptr<PfcController>> m_pfcCtl;   //!< per vertex (null: none)
     std::vector<Ptr<EcmpFlowRouting>> m_routing; //!< per vertex (null: not a node)
     std::unique_ptr<FlowMonitorHelper> m_fmHelper;
     Ptr<FlowMonitor> m_monitor;
@@ -233,6 +264,7 @@ class PacketBackend : public NetworkBackend
     std::vector<std::vector<float>> m_utilSeries;      //!< per slot
     std::vector<std::vector<uint32_t>> m_backlogSeries; //!< per slot
     std::vector<uint64_t> m_lastSent;                  //!< per slot: bytes at the last sample
+    std::vector<std::vector<float>> m_qpRateSeries;    //!< per sample: rate of each QP
     Time m_lastSampleTime;
 
     TracedCallback<const TransferRecord&> m_startedTrace;   //!< StartTransfer was called

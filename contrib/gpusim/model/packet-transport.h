@@ -4,8 +4,8 @@
  * transfers; a transport owns the end-host protocol (connections, framing, congestion control)
  * and reports each message, by id, when its last byte has arrived.
  *
- * TcpTransport is the ns-3 TCP implementation. A rate-based RDMA transport (DCQCN/HPCC-like
- * queue pairs with PFC) fits the same interface: see doc/packet-backend.md.
+ * TcpTransport is the ns-3 TCP implementation; RdmaTransport models RoCEv2 queue pairs with
+ * rate-based congestion controls (DCQCN, HPCC, TIMELY, DCTCP): see doc/packet-backend.md.
  */
 #ifndef GPUSIM_PACKET_TRANSPORT_H
 #define GPUSIM_PACKET_TRANSPORT_H

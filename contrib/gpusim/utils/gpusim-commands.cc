@@ -14,6 +14,8 @@
 #include "ns3/record-command.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/boolean.h"
+#include "ns3/rdma-transport.h"
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
 #include "ns3/validate-command.h"
@@ -35,7 +37,7 @@ namespace gpusim
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
-                                            "sample-us", "fidelity"};
+                                            "sample-us", "fidelity", "transport", "pfc"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -44,16 +46,37 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     if (name == "packet")
     {
         // Unknown --cc / --queue names throw std::invalid_argument listing the known ones.
-        Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
-        tcp->SetCongestionControl(o.Get("cc", "dctcp"));
         Ptr<PacketBackend> b = CreateObject<PacketBackend>();
-        b->SetTransport(tcp);
-        b->SetAttribute("QueueDisc", StringValue(o.Get("queue", "red-ecn")));
+        const std::string transport = o.Get("transport", "tcp");
+        if (transport == "rdma")
+        {
+            Ptr<RdmaTransport> rdma = CreateObject<RdmaTransport>();
+            rdma->SetCongestionControl(o.Get("cc", "dcqcn"));
+            b->SetTransport(rdma);
+        }
+        else if (transport == "tcp")
+        {
+            Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
+            tcp->SetCongestionControl(o.Get("cc", "dctcp"));
+            b->SetTransport(tcp);
+        }
+        else
+        {
+            throw UsageError("--transport must be tcp or rdma");
+        }
+        b->SetAttribute("QueueDisc",
+                        StringValue(o.Get("queue", transport == "rdma" ? "ecn" : "red-ecn")));
         b->SetAttribute("Mtu", UintegerValue(o.Count("mtu", 9000)));
         if (o.Has("buffer"))
         {
             b->SetAttribute("BufferBytes", UintegerValue(ParseBytes(o.Get("buffer", ""))));
         }
+        const std::string pfc = o.Get("pfc", "off");
+        if (pfc != "on" && pfc != "off")
+        {
+            throw UsageError("--pfc must be on or off");
+        }
+        b->SetAttribute("Pfc", BooleanValue(pfc == "on")); // Build() checks --queue ecn
         if (o.Has("sample-us"))
         {
             const double us = o.Number("sample-us", 0);
@@ -71,7 +94,8 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     {
         throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
     }
-    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv"})
+    for (const char* k :
+         {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport", "pfc"})
     {
         if (o.Has(k))
         {
@@ -176,7 +200,12 @@ PrintCollectiveUsage(std::ostream& os)
           "  --cc NAME --queue NAME --mtu BYTES --buffer BYTES   packet backend: TCP congestion\n"
           "                        control (dctcp, cubic, newreno, bbr, ...), switch queue disc\n"
           "                        (red-ecn, step-ecn, fifo, red, fq-codel, codel, pie, fq-pie,\n"
-          "                        cobalt), fabric MTU (9000), switch buffer per port\n"
+          "                        cobalt, ecn: the default with rdma), fabric MTU (9000),\n"
+          "                        switch buffer per port\n"
+          "  --transport tcp|rdma  packet backend: ns-3 TCP (default) or RoCEv2 queue pairs;\n"
+          "                        with rdma, --cc is none, dcqcn (default), hpcc, timely, dctcp\n"
+          "  --pfc on|off          packet backend: priority flow control for the lossless class\n"
+          "                        (RDMA, DSCP 3) in switches and NICs; needs --queue ecn\n"
           "  --sample-us X         packet backend: sample link utilisation and queue backlog\n"
           "                        every X us (time series in the JSON and CSV)\n"
           "  --net-csv PREFIX      packet backend: per-link, per-queue and per-transfer CSV\n"
