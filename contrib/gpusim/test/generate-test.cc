@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 using namespace ns3;
@@ -475,6 +477,33 @@ TEST(Generate, TraceDirectoryRunsInSimulate)
     CliResult s = Cli({"simulate", out});
     EXPECT_EQ(s.code, 0) << s.out << s.err;
     EXPECT_NE(s.out.find("16 ranks"), std::string::npos) << s.out;
+}
+
+TEST(Generate, SharedTraceWritesEveryRankWhole)
+{
+    // Writing the shared form rank by rank gives the same files as writing the unshared job.
+    TestTempDir dir("gpusim-generate");
+    const ModelSpec m = TinyGpt(4);
+    TrainingPlan p = Plan(2, 2, 2, 8);
+    p.sequenceParallel = true;
+    WriteTrainingTrace(GenerateTraining(m, p), dir.Path() + "/shared");
+    WriteJobTrace(*GenerateTraining(m, p, false).job, dir.Path() + "/whole");
+    auto slurp = [](const std::string& f) {
+        std::ifstream in(f);
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    for (uint32_t r = 0; r < 8; ++r)
+    {
+        const std::string name = "/rank-" + std::to_string(r) + ".jsonl";
+        const std::string shared = slurp(dir.Path() + "/shared" + name);
+        EXPECT_FALSE(shared.empty());
+        EXPECT_EQ(shared, slurp(dir.Path() + "/whole" + name)) << name;
+    }
+    JobTrace back = ReadJobTrace(dir.Path() + "/shared");
+    EXPECT_EQ(back.ranks.size(), 8u);
+    ValidateJobTrace(back);
 }
 
 TEST(Generate, BadInputIsReported)
