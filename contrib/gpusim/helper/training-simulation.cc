@@ -166,6 +166,7 @@ CollectResults(const GeneratedTraining& g,
         StageReport& s = r.stages[stage];
         s.stage = stage;
         const uint64_t peak = ctx->GetNode()->GetPeakMemoryUsed();
+        r.rankPeakMemoryBytes.push_back(peak);
         s.peakMemoryBytes = std::max(s.peakMemoryBytes, peak);
         if (peak > r.peakMemoryBytes)
         {
@@ -354,6 +355,12 @@ TrainingReportJson(const TrainingReport& r)
     w.Key("peak_memory_bytes").Uint(r.peakMemoryBytes).Key("peak_memory_rank").Uint(
         r.peakMemoryRank);
     w.Key("memory_capacity_bytes").Uint(r.memoryCapacity);
+    w.Key("rank_peak_memory_bytes").BeginArray();
+    for (uint64_t b : r.rankPeakMemoryBytes)
+    {
+        w.Uint(b);
+    }
+    w.EndArray();
     w.Key("stages").BeginArray();
     for (const StageReport& s : r.stages)
     {

@@ -57,6 +57,7 @@ struct TrainingReport
     double hardwareTflopsPerGpu = 0;
     double mfu = 0;               //!< modelTflopsPerGpu / peak
     uint64_t peakMemoryBytes = 0; //!< highest over ranks
+    std::vector<uint64_t> rankPeakMemoryBytes; //!< per rank (GpuNode peak)
     uint32_t peakMemoryRank = 0;
     uint64_t memoryCapacity = 0;
     uint64_t opsTotal = 0;        //!< ops over all ranks

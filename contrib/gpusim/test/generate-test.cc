@@ -322,6 +322,12 @@ TEST(Generate, PeakMemoryPerStageByHand)
     GeneratedTraining g = GenerateTraining(m, p);
     EXPECT_EQ(PeakMemory(g.job->ranks[0]), static_cast<uint64_t>(18 * p0 + 2 * act0));
     EXPECT_EQ(PeakMemory(g.job->ranks[1]), static_cast<uint64_t>(18 * p1 + act1));
+    // The engine's device memory model sees the same peaks.
+    TrainingReport r = SimulateTraining(g, DgxH100());
+    ASSERT_EQ(r.rankPeakMemoryBytes.size(), 2u);
+    EXPECT_EQ(r.rankPeakMemoryBytes[0], static_cast<uint64_t>(18 * p0 + 2 * act0));
+    EXPECT_EQ(r.rankPeakMemoryBytes[1], static_cast<uint64_t>(18 * p1 + act1));
+    EXPECT_EQ(r.stages[0].peakMemoryBytes, r.rankPeakMemoryBytes[0]);
     // The distributed optimizer shards the 12 optimizer bytes over DP (Megatron-LM's
     // distrib_optimizer.md: 6 + 12/d bytes per parameter).
     p.dp = 2;
