@@ -198,6 +198,20 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
                                      std::to_string(from) + ", which has none of its own");
         }
         ctx->Load(m_job->ranks[from >= 0 ? from : r]);
+        // A sharing rank's comm_init lines pair up, in order, with the shared list's: the
+        // list's collectives name the list's communicators (which may differ from this rank's).
+        std::vector<const std::string*> listComms;
+        if (from >= 0)
+        {
+            for (const Op& op : m_job->ranks[from].ops)
+            {
+                if (op.kind == OpKind::CommInit)
+                {
+                    listComms.push_back(&op.comm);
+                }
+            }
+        }
+        size_t inits = 0;
         for (const Op& op : m_job->ranks[r].ops)
         {
             if (op.kind != OpKind::CommInit)
@@ -209,7 +223,8 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             Ptr<NcclCollective> app = CreateObject<NcclCollective>();
             app->Setup(comm, op.commRank);
             node->AddApplication(app);
-            ctx->AddCommunicator(op.comm, app);
+            ctx->AddCommunicator(inits < listComms.size() ? *listComms[inits] : op.comm, app);
+            ++inits;
         }
         m_contexts.push_back(ctx);
     }

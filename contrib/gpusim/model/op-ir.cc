@@ -919,6 +919,79 @@ WriteJobTrace(const JobTrace& job, const std::string& dir)
 }
 
 void
+WriteJobTrace(const JobTrace& job,
+              const std::string& dir,
+              const std::function<RankTrace(uint32_t)>& rankAt,
+              uint32_t nranks)
+{
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    {
+        throw std::runtime_error("cannot create directory " + dir + ": " + std::strerror(errno));
+    }
+    std::vector<std::pair<std::string, std::string>> files; // temp -> final
+    auto cleanUp = [&]() {
+        for (auto& f : files)
+        {
+            std::remove(f.first.c_str());
+        }
+    };
+    JsonWriter m;
+    m.BeginObject();
+    m.Key("format").String("gpusim-trace").Key("version").Uint(job.version);
+    m.Key("source").String(job.source);
+    m.Key("ranks").BeginArray();
+    for (uint32_t i = 0; i <= nranks; ++i)
+    {
+        std::string name = i < nranks ? "rank-" + std::to_string(i) + ".jsonl" : "manifest.json";
+        std::string final = JoinPath(dir, name);
+        std::string tmp = final + ".tmp";
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        files.push_back({tmp, final});
+        if (i < nranks)
+        {
+            const RankTrace r = rankAt(i);
+            if (r.opsFrom >= 0)
+            {
+                cleanUp();
+                throw std::runtime_error("rank " + std::to_string(i) +
+                                         " shares its ops in memory; it cannot be written");
+            }
+            for (const auto& op : r.ops)
+            {
+                out << OpToJsonLine(op) << '\n';
+            }
+            m.BeginObject().Key("rank").Uint(i).Key("file").String(name);
+            m.Key("device").String(r.device).EndObject();
+        }
+        else
+        {
+            m.EndArray();
+            m.Key("metadata").BeginObject();
+            for (const auto& [k, v] : job.metadata)
+            {
+                m.Key(k).String(v);
+            }
+            m.EndObject().EndObject();
+            out << m.Take() << "\n";
+        }
+        out.close();
+        if (!out)
+        {
+            cleanUp();
+            throw std::runtime_error("cannot write " + tmp);
+        }
+    }
+    // Rank files first, manifest last: a reader never sees a manifest without its ranks.
+    for (const auto& f : files)
+    {
+        if (std::rename(f.first.c_str(), f.second.c_str()) != 0)
+        {
+            throw std::runtime_error("cannot rename " + f.first + ": " + std::strerror(errno));
+        }
+    }
+}
+
+void
 ValidateJobTrace(const JobTrace& job)
 {
     struct CommInfo
@@ -948,20 +1021,31 @@ ValidateJobTrace(const JobTrace& job)
         const std::vector<Op>& ops = r.opsFrom >= 0 ? job.ranks[r.opsFrom].ops : r.ops;
         size_t ownInits = 0;
         std::set<std::string> joined;
+        // A sharing rank's i-th comm_init may name another communicator than the shared
+        // list's i-th: the list's collectives on that communicator run on the rank's own.
+        std::map<std::string, std::string> renamed;
         for (size_t i = 0; i < ops.size(); ++i)
         {
             auto fail = [&](const std::string& why) {
                 throw TraceFormatError(where, i + 1, why);
             };
             const Op* current = &ops[i];
+            Op renamedColl;
             if (r.opsFrom >= 0 && current->kind == OpKind::CommInit)
             {
-                if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit ||
-                    r.ops[ownInits].comm != current->comm)
+                if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit)
                 {
                     fail("shared op list: comm_init lines do not match this rank's own");
                 }
+                renamed[current->comm] = r.ops[ownInits].comm;
                 current = &r.ops[ownInits++];
+            }
+            else if (r.opsFrom >= 0 && current->kind == OpKind::Collective &&
+                     renamed.count(current->comm))
+            {
+                renamedColl = *current;
+                renamedColl.comm = renamed[current->comm];
+                current = &renamedColl;
             }
             const Op& op = *current;
             if (op.kind == OpKind::CommInit)

@@ -155,7 +155,10 @@ struct RankTrace
     std::vector<Op> ops;
     /// In-memory sharing between identical ranks (ShareIdenticalRanks, engine input only; never
     /// on disk): >= 0 means this rank runs rank `opsFrom`'s ops, and `ops` holds only this
-    /// rank's own comm_init lines (the one field identical ranks differ in).
+    /// rank's own comm_init lines (the one field identical ranks differ in), in the order of
+    /// the shared list's. The i-th may name another communicator than the list's i-th (ranks
+    /// of different TP / DP groups running the same program, as the training generator shares
+    /// them): the list's collectives on that communicator then run on the rank's own.
     int32_t opsFrom = -1;
 };
 
@@ -210,6 +213,12 @@ Op ParseOpLine(const std::string& line, const std::string& where, uint64_t lineN
 std::string OpToJsonLine(const Op& op);
 /// Writes a trace directory atomically (temp files renamed into place). Throws std::runtime_error.
 void WriteJobTrace(const JobTrace& job, const std::string& dir);
+/// The same for jobs too large to hold unshared: `job` gives source and metadata (its ranks
+/// are ignored), `rankAt(r)` produces rank r (0 <= r < nranks), one at a time.
+void WriteJobTrace(const JobTrace& job,
+                   const std::string& dir,
+                   const std::function<RankTrace(uint32_t)>& rankAt,
+                   uint32_t nranks);
 
 /// Checks cross-op consistency of a job (streams, events, communicators, collective matching
 /// by (comm, seq)) and throws TraceFormatError naming the rank/op on the first problem.

@@ -1,0 +1,139 @@
+/*
+ * LLM training description for workload generation (gpusim generate, doc/generate.md):
+ *  - ModelSpec: a decoder-only transformer (GPT / Llama / Mixtral style), built-in presets and
+ *    YAML;
+ *  - TrainingPlan: Megatron-LM-style parallelism (TP, PP, DP, SP, EP), pipeline schedule,
+ *    micro/global batch, activation recomputation, distributed optimizer, gradient buckets;
+ *  - closed forms the generator and its tests share: parameter counts, model FLOPs per
+ *    iteration (Narayanan et al. 2021), activation bytes per layer (Korthikanti et al. 2022).
+ */
+#ifndef GPUSIM_LLM_MODEL_H
+#define GPUSIM_LLM_MODEL_H
+
+#include "ns3/op-ir.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+struct ModelSpec
+{
+    std::string name;
+    uint32_t layers = 0;
+    uint32_t hidden = 0;     //!< h (model dimension)
+    uint32_t heads = 0;      //!< a (attention heads)
+    uint32_t kvHeads = 0;    //!< g (key/value heads; = heads without GQA)
+    uint32_t ffn = 0;        //!< f (MLP / expert inner size)
+    uint32_t vocab = 0;      //!< V before Megatron's padding
+    uint32_t seqLength = 0;  //!< s
+    uint32_t experts = 0;    //!< 0 = dense MLP; else MoE experts per layer
+    uint32_t topK = 0;       //!< experts per token (MoE)
+    bool gatedMlp = false;   //!< SwiGLU (fc1 produces 2f) instead of GELU
+    bool tiedEmbeddings = false;
+    bool learnedPositions = false; //!< learned absolute positions (GPT) instead of RoPE
+    bool biases = false;     //!< linear layers carry biases (GPT)
+    bool dropout = false;    //!< dropout layers (their masks are stored for backward)
+    bool rmsNorm = false;    //!< RMSNorm (1 weight) instead of LayerNorm (weight + bias)
+    DataType dtype = DataType::BF16;
+    uint32_t defaultGlobalBatch = 0; //!< sequences per iteration, if the source names one
+    std::string source;      //!< where the numbers come from
+
+    uint32_t HeadDim() const
+    {
+        return hidden / heads;
+    }
+};
+
+enum class PipelineScheduleKind : uint8_t
+{
+    OneFOneB,    //!< PipeDream-Flush 1F1B (Narayanan et al. 2021, section 2.2.1)
+    Interleaved, //!< interleaved 1F1B with virtual stages (section 2.2.2)
+};
+
+enum class Recompute : uint8_t
+{
+    None,
+    Selective, //!< recompute the attention core (Korthikanti et al. 2022, section 5)
+    Full,      //!< store each layer's input only; recompute the layer before its backward
+};
+
+struct TrainingPlan
+{
+    uint32_t tp = 1;
+    uint32_t pp = 1;
+    uint32_t dp = 1;
+    uint32_t ep = 1;            //!< expert parallel (MoE): carved out of DP
+    uint32_t virtualStages = 1; //!< model chunks per pipeline rank (> 1: interleaved)
+    bool sequenceParallel = false;
+    uint32_t microBatch = 1;
+    uint32_t globalBatch = 0;   //!< sequences; 0 = the model's default
+    Recompute recompute = Recompute::None;
+    bool distributedOptimizer = false; //!< ZeRO-1: optimizer states sharded over DP
+    bool overlapGradReduce = true;     //!< DP reduce per bucket during the last backward
+    uint64_t bucketParams = 0;  //!< 0 = Megatron's max(40M, 1M x DP) parameters
+    bool flashAttention = true; //!< fused attention: no s^2 activations stored
+    DataType gradDtype = DataType::F32; //!< main_grad / gradient reduction dtype
+    uint32_t seqLength = 0;     //!< 0 = the model's
+
+    uint32_t Gpus() const
+    {
+        return tp * pp * dp;
+    }
+
+    PipelineScheduleKind Schedule() const
+    {
+        return virtualStages > 1 ? PipelineScheduleKind::Interleaved
+                                 : PipelineScheduleKind::OneFOneB;
+    }
+};
+
+/// Built-in presets: gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b.
+bool LookupModelPreset(const std::string& name, ModelSpec& out);
+std::string KnownModelPresets();
+/// YAML mapping of ModelSpec fields (camelCase or snake_case); `preset:` loads a preset first.
+/// Throws std::runtime_error naming file:line:column and the key on bad input.
+ModelSpec ParseModelSpecYaml(const std::string& text, const std::string& sourceName);
+ModelSpec LoadModelSpecYaml(const std::string& file);
+
+/// Throws std::invalid_argument saying what does not divide or is out of range.
+void ValidateModel(const ModelSpec& m);
+void ValidatePlan(const ModelSpec& m, const TrainingPlan& p);
+
+const char* ToString(Recompute r);
+bool ParseRecompute(const std::string& s, Recompute& out);
+
+/// Resolved numbers of a (model, plan) pair.
+uint32_t SeqLength(const ModelSpec& m, const TrainingPlan& p);
+uint32_t GlobalBatch(const ModelSpec& m, const TrainingPlan& p);
+/// Micro-batches per pipeline per iteration: global batch / (micro-batch x DP).
+uint32_t MicroBatches(const ModelSpec& m, const TrainingPlan& p);
+/// Vocabulary padded as Megatron does (multiple of 128 x TP).
+uint64_t PaddedVocab(const ModelSpec& m, uint32_t tp);
+
+/// Parameters of one transformer layer (whole model width, all experts).
+double LayerParams(const ModelSpec& m);
+/// Parameters of the whole model (unpadded vocabulary, one copy of tied embeddings).
+double TotalParams(const ModelSpec& m);
+
+/// Model FLOPs of one iteration: 3 x forward (no recomputation), the forward of one token
+/// being 2 x (attention and MLP weights it uses) + 4 s h (attention scores and values) per
+/// layer + 2 h V (logits). For GPT (f = 4h, MHA, dense) this is Narayanan et al. 2021's
+/// 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+double ModelFlopsPerIteration(const ModelSpec& m, const TrainingPlan& p);
+
+/// Stored activation bytes of one transformer layer for one micro-batch on one TP rank
+/// (Korthikanti et al. 2022, Table 2, generalised to GQA, gated MLPs, MoE, flash attention and
+/// no-dropout models); with Full recomputation, the layer input only.
+double LayerActivationBytes(const ModelSpec& m, const TrainingPlan& p);
+/// One layer's activations as stored without recomputation (the transient working set of a
+/// layer recomputed for its backward under Full recomputation).
+double LayerActivationBytesNoRecompute(const ModelSpec& m, const TrainingPlan& p);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_LLM_MODEL_H

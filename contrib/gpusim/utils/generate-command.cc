@@ -1,0 +1,200 @@
+#include "ns3/generate-command.h"
+
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/gpusim-commands.h"
+#include "ns3/json-writer.h"
+#include "ns3/simulator.h"
+#include "ns3/training-generator.h"
+#include "ns3/training-simulation.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+
+const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "ep",
+                                            "vpp", "micro-batch", "global-batch", "seq-length",
+                                            "recompute", "bucket-params", "grad-dtype"};
+const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
+                                          "no-overlap-grad-reduce", "no-flash-attn"};
+
+void
+PrintGenerateUsage(std::ostream& os)
+{
+    os << "usage: gpusim generate --model NAME | --model-file FILE.yaml\n"
+          "         [--tp N] [--pp N] [--dp N] [--ep N] [--vpp V] [--sp]\n"
+          "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
+          "         [--recompute none|selective|full] [--distributed-optimizer]\n"
+          "         [--no-overlap-grad-reduce] [--bucket-params P] [--grad-dtype f32|bf16]\n"
+          "         [--no-flash-attn]\n"
+          "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
+          "'collective']\n"
+          "         [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
+          "         (--out DIR | --simulate) [--json FILE] [--trace FILE]\n"
+          "  models: "
+       << KnownModelPresets()
+       << "\n"
+          "  --vpp V: interleaved 1F1B with V model chunks per pipeline rank\n"
+          "  --dp defaults to the cluster's GPUs / (TP x PP) when --servers or --cluster is\n"
+          "  given, else 1. Exit code 4: the plan does not fit in device memory.\n";
+}
+
+} // namespace
+
+void
+ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model, TrainingPlan& plan)
+{
+    if (o.Has("model") == o.Has("model-file"))
+    {
+        throw UsageError("give one of --model NAME (" + KnownModelPresets() +
+                         ") or --model-file FILE");
+    }
+    if (o.Has("model"))
+    {
+        const std::string name = o.Get("model", "");
+        if (!LookupModelPreset(name, model))
+        {
+            throw UsageError("unknown model '" + name + "' (known: " + KnownModelPresets() + ")");
+        }
+    }
+    else
+    {
+        model = LoadModelSpecYaml(o.Get("model-file", ""));
+    }
+    plan.tp = o.Count("tp", 1);
+    plan.pp = o.Count("pp", 1);
+    const uint32_t mp = plan.tp * plan.pp;
+    plan.dp = o.Count("dp", clusterGpus && mp && clusterGpus % mp == 0 ? clusterGpus / mp : 1);
+    plan.ep = o.Count("ep", 1);
+    plan.virtualStages = o.Count("vpp", 1);
+    plan.sequenceParallel = o.Has("sp");
+    plan.microBatch = o.Count("micro-batch", 1);
+    plan.globalBatch = o.Count("global-batch", 0);
+    plan.seqLength = o.Count("seq-length", 0);
+    if (!ParseRecompute(o.Get("recompute", "none"), plan.recompute))
+    {
+        throw UsageError("--recompute must be none, selective or full");
+    }
+    plan.distributedOptimizer = o.Has("distributed-optimizer");
+    plan.overlapGradReduce = !o.Has("no-overlap-grad-reduce");
+    plan.bucketParams = o.Count("bucket-params", 0);
+    plan.flashAttention = !o.Has("no-flash-attn");
+    const std::string g = o.Get("grad-dtype", "f32");
+    if (g != "f32" && g != "bf16")
+    {
+        throw UsageError("--grad-dtype must be f32 or bf16");
+    }
+    plan.gradDtype = g == "f32" ? DataType::F32 : DataType::BF16;
+}
+
+int
+GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::set<std::string> valued = {"out", "json", "trace", "cost-model", "scale-kernels",
+                                     "kernel-table"};
+    valued.insert(kPlanOptions.begin(), kPlanOptions.end());
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    std::set<std::string> flags = {"help", "simulate", "quiet"};
+    flags.insert(kPlanFlags.begin(), kPlanFlags.end());
+    try
+    {
+        Options o(args, valued, flags);
+        if (o.Has("help"))
+        {
+            PrintGenerateUsage(out);
+            return 0;
+        }
+        if (!o.Positional().empty())
+        {
+            throw UsageError("unexpected argument '" + o.Positional().front() + "'");
+        }
+        if (!o.Has("out") && !o.Has("simulate"))
+        {
+            throw UsageError("give --out DIR, --simulate or both");
+        }
+        ModelSpec model;
+        TrainingPlan plan;
+        const bool sized = o.Has("servers") || o.Has("cluster");
+        ModelAndPlanFromOptions(o, sized ? SpecFromOptions(o, 1).TotalGpus() : 0, model, plan);
+        const auto t0 = std::chrono::steady_clock::now();
+        GeneratedTraining g = GenerateTraining(model, plan);
+        const ClusterSpec spec = SpecFromOptions(o, plan.Gpus());
+        g.job->metadata["preset"] = spec.preset;
+        const double genS =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (o.Has("out"))
+        {
+            WriteTrainingTrace(g, o.Get("out", ""));
+            out << "# wrote " << g.job->ranks.size() << " ranks to " << o.Get("out", "") << "\n";
+        }
+        if (!o.Has("simulate"))
+        {
+            GpuSpec gpu;
+            LookupGpuSpec(spec.gpuModel, gpu);
+            const OomInfo oom = FindOom(*g.job, gpu.memoryBytes);
+            out << "# " << model.name << ", " << DescribePlan(plan) << ": "
+                << (oom.oom ? oom.Describe() : "fits in memory") << "\n";
+            return oom.oom ? kExitOutOfMemory : 0;
+        }
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        NodeContainer gpus = cluster.Create();
+        GpuWorkloadHelper helper;
+        helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
+        ConfigureNccl(o, helper);
+        ConfigureWorkload(o, helper);
+        Ptr<GpuWorkload> w;
+        const auto t1 = std::chrono::steady_clock::now();
+        TrainingReport r = SimulateTraining(g, helper, gpus, o.Has("trace") ? &w : nullptr);
+        const double simS =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        out << "# cluster: " << DescribeCluster(spec) << "\n" << FormatTrainingReport(r);
+        char line[128];
+        std::snprintf(line, sizeof(line), "# wall time: generate %.2f s, simulate %.2f s\n", genS,
+                      simS);
+        out << line;
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), TrainingReportJson(r) + "\n");
+        }
+        if (w)
+        {
+            if (r.completed && o.Has("trace"))
+            {
+                WriteFileAtomically(o.Get("trace", ""), w->ChromeTraceJson());
+            }
+            w->Dispose();
+        }
+        Simulator::Destroy();
+        if (r.oom)
+        {
+            return kExitOutOfMemory;
+        }
+        return r.completed ? 0 : 3;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim generate: " << e.what() << "\n";
+        PrintGenerateUsage(err);
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim generate: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3
