@@ -622,7 +622,7 @@ TEST(ReplayFixture, EngineEndMatchesTheQuickReplay)
     // at the same time, also with a dependency kind left out.
     for (const auto& file : {kDdpRank0, kDdpRank1, kEventSyncOld, kCollectives})
     {
-        for (const std::string& noDep : {"", "cpu_cpu", "cpu_gpu", "gpu_cpu", "gpu_gpu"})
+        for (const std::string noDep : {"", "cpu_cpu", "cpu_gpu", "gpu_cpu", "gpu_gpu"})
         {
             SCOPED_TRACE(file + " " + noDep);
             KinetoGraphOptions o;
