@@ -274,6 +274,10 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
     }
     rec.rankJoin[commRank] = Simulator::Now();
     inst.doneCbs[commRank] = std::move(done);
+    if (inst.mode != Mode::Chunk)
+    {
+        m_world->CountOpen(m_gpus[commRank], +1);
+    }
     ++inst.joined;
     NS_LOG_INFO("comm " << m_id << " seq " << op->seq << " " << gpusim::ToString(op->coll)
                         << ": rank " << commRank << " joined (" << inst.joined << "/" << m_nranks
@@ -387,6 +391,10 @@ Communicator::FinishRank(uint64_t seq, uint32_t commRank)
     Instance& inst = m_instances.at(seq);
     inst.record.rankDone[commRank] = Simulator::Now();
     ++inst.done;
+    if (inst.mode != Mode::Chunk)
+    {
+        m_world->CountOpen(m_gpus[commRank], -1);
+    }
     auto cb = std::move(inst.doneCbs[commRank]);
     if (cb)
     {

@@ -172,6 +172,7 @@ class Communicator : public Object
         // RingFlows (ring AllReduce/AllGather/ReduceScatter): the links of all ring edges.
         std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
         std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
+        bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
     };
     using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
     using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
@@ -310,6 +311,10 @@ class NcclWorld : public Object
     bool LinksFree(const std::vector<uint32_t>& links) const;
     /// Collective fidelity: `links` belong to one replayed or watched instance until `until`.
     void Reserve(const std::vector<uint32_t>& links, Time until);
+    /// Collective fidelity: collective instances a GPU has launched and not finished (+1 at
+    /// a rank's launch, -1 at its completion); RingFlows needs its own to be the only one.
+    void CountOpen(uint32_t gpu, int delta);
+    uint32_t GetOpen(uint32_t gpu) const;
 
     /// Collective fidelity: how far apart (fraction of the op's run time) ranks may join for
     /// the instance to be watched or replayed as if all joined with the last.
@@ -393,6 +398,7 @@ class NcclWorld : public Object
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
     std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
+    std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)
     FidelityStats m_fidelityStats;
 };
 

@@ -107,6 +107,22 @@ NcclWorld::IsRingFlows() const
     return m_ringFlows && IsCollectiveFidelity();
 }
 
+void
+NcclWorld::CountOpen(uint32_t gpu, int delta)
+{
+    if (gpu >= m_openOnGpu.size())
+    {
+        m_openOnGpu.resize(gpu + 1, 0);
+    }
+    m_openOnGpu[gpu] += delta;
+}
+
+uint32_t
+NcclWorld::GetOpen(uint32_t gpu) const
+{
+    return gpu < m_openOnGpu.size() ? m_openOnGpu[gpu] : 0;
+}
+
 const NcclWorld::FidelityStats&
 NcclWorld::GetFidelityStats() const
 {
@@ -256,9 +272,10 @@ Communicator::FinishCollectiveLevel(Instance& inst)
         {
             if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] != m.ringOwn[i])
             {
-                // Traffic that started after the edge flows ended but before the ranks were
-                // done: the closed form did not see it.
+                // Other traffic started on its links while it ran: the edge flows shared
+                // with it at fluid rates, not chunk by chunk. Chunk level from now on.
                 ++stats.conflicts;
+                m.ringConflict = true;
                 NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
                                     << ": ring run as edge flows met other traffic");
                 break;

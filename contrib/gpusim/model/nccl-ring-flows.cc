@@ -108,7 +108,8 @@ Communicator::RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const
 {
     using gpusim::CollKind;
     return m_world->IsRingFlows() && m_world->GetFlowBackend() && m_nranks >= 2 &&
-           op.bytes > 0 && m.plan.algo == "ring" && m.plan.pipelineDepth == 1 &&
+           op.bytes > 0 && !m.ringConflict && m.plan.algo == "ring" &&
+           m.plan.pipelineDepth == 1 &&
            (op.coll == CollKind::AllReduce || op.coll == CollKind::AllGather ||
             op.coll == CollKind::ReduceScatter);
 }
@@ -146,7 +147,14 @@ Communicator::StartRingFlows(uint64_t seq, Instance& inst)
             m.ringOwn.push_back(count);
         }
     }
-    if (!m_world->LinksFree(m.ringLinks))
+    // Another collective open on a member GPU (launched beside this one, e.g. on a second
+    // stream) would contend chunk by chunk with the edge flows: run in detail instead.
+    bool alone = m_world->LinksFree(m.ringLinks);
+    for (uint32_t r = 0; alone && r < n; ++r)
+    {
+        alone = m_world->GetOpen(m_gpus[r]) == 1;
+    }
+    if (!alone)
     {
         StartDetailed(seq, inst, Mode::Detailed);
         return;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,22 @@ WorstError(const RingRun& chunk, const RingRun& flows)
     EXPECT_TRUE(chunk.completed) << chunk.stuck;
     EXPECT_TRUE(flows.completed) << flows.stuck;
     EXPECT_EQ(chunk.collectives.size(), flows.collectives.size());
-    double worst = 0;
-    for (size_t i = 0; i < std::min(chunk.collectives.size(), flows.collectives.size()); ++i)
+    // Records come in completion order, which may differ: match them by (comm, seq).
+    std::map<std::pair<std::string, uint64_t>, const CollectiveRecord*> byKey;
+    for (const CollectiveRecord& b : flows.collectives)
     {
-        const CollectiveRecord& a = chunk.collectives[i];
-        const CollectiveRecord& b = flows.collectives[i];
-        EXPECT_EQ(a.comm, b.comm);
-        EXPECT_EQ(a.seq, b.seq);
+        byKey[{b.comm, b.seq}] = &b;
+    }
+    double worst = 0;
+    for (const CollectiveRecord& a : chunk.collectives)
+    {
+        auto it = byKey.find({a.comm, a.seq});
+        if (it == byKey.end())
+        {
+            ADD_FAILURE() << a.comm << " seq " << a.seq << " missing from the edge-flow run";
+            continue;
+        }
+        const CollectiveRecord& b = *it->second;
         EXPECT_EQ(a.transfers, b.transfers) << a.comm << " seq " << a.seq;
         const double dur = (a.End() - a.FirstJoin()).GetSeconds();
         for (uint32_t r = 0; r < a.nranks; ++r)
@@ -164,4 +174,141 @@ TEST(RingFlows, MatchesChunkLevelLarge)
         {CollKind::ReduceScatter, 16, 1u << 30},
         {CollKind::AllReduce, 16, 1u << 30},
     });
+}
+
+/// Runs `build` both ways and returns the edge-flow run; every rank of every collective within
+/// 1 % of the chunk-level duration.
+RingRun
+CompareRing(uint32_t servers, const std::function<void(JobBuilder&)>& build)
+{
+    RingRun chunk = RunRing(false, servers, build);
+    RingRun flows = RunRing(true, servers, build);
+    const double worst = WorstError(chunk, flows);
+    EXPECT_LT(worst, 0.01);
+    EXPECT_NEAR(flows.end.GetSeconds(), chunk.end.GetSeconds(), 0.01 * chunk.end.GetSeconds());
+    std::printf("ring flows: worst rank error %.4f %%, end %.3f vs %.3f us\n", worst * 100,
+                flows.end.GetSeconds() * 1e6, chunk.end.GetSeconds() * 1e6);
+    return flows;
+}
+
+// Back to back (kernel, collective) with no pacing: each instance starts when the last rank
+// is out of the previous one, within the allowed skew, and runs as edge flows.
+TEST(RingFlows, BackToBack)
+{
+    RingRun flows = CompareRing(2, [](JobBuilder& job) {
+        job.AllRanks().CommInit("w");
+        for (uint32_t i = 0; i < 5; ++i)
+        {
+            job.AllRanks().Kernel(1, "compute", 40.0).AllReduce(1, "w", 64 << 20);
+        }
+        job.AllRanks().SyncStream(1);
+    });
+    EXPECT_EQ(flows.stats.fluid, 5u);
+    EXPECT_EQ(flows.stats.conflicts, 0u);
+}
+
+// Skewed joins (ranks 3 us apart, far beyond the 0.1 % allowance): chunk level throughout.
+TEST(RingFlows, SkewedJoinsRunInDetail)
+{
+    RingRun flows = CompareRing(2, [](JobBuilder& job) {
+        job.AllRanks().CommInit("w");
+        for (uint32_t i = 0; i < 3; ++i)
+        {
+            for (uint32_t r = 0; r < 16; ++r)
+            {
+                job.Rank(r).Kernel(1, "compute", 20.0 + 3.0 * r);
+            }
+            job.AllRanks().AllReduce(1, "w", 8 << 20);
+        }
+        job.AllRanks().SyncStream(1);
+    });
+    EXPECT_EQ(flows.stats.fluid, 0u);
+    EXPECT_EQ(flows.stats.detailed, 3u);
+}
+
+// Disjoint per-server communicators at once: each alone on its NVLink links, all edge flows.
+TEST(RingFlows, DisjointCommunicatorsTogether)
+{
+    RingRun flows = CompareRing(4, [](JobBuilder& job) {
+        for (uint32_t r = 0; r < 32; ++r)
+        {
+            job.Rank(r).CommInit("tp" + std::to_string(r / 8), 8, r % 8);
+        }
+        for (uint32_t i = 0; i < 3; ++i)
+        {
+            for (uint32_t r = 0; r < 32; ++r)
+            {
+                job.Rank(r).Kernel(1, "compute", 30.0).AllReduce(1, "tp" + std::to_string(r / 8),
+                                                                  24 << 20);
+            }
+        }
+        job.AllRanks().SyncStream(1);
+    });
+    EXPECT_EQ(flows.stats.fluid, 3u * 4u);
+}
+
+// Same inputs, identical outputs, to the nanosecond.
+TEST(RingFlows, Deterministic)
+{
+    auto build = Paced(CollKind::AllReduce, 256 << 20, 3, 20000.0);
+    RingRun a = RunRing(true, 4, build);
+    RingRun b = RunRing(true, 4, build);
+    ASSERT_EQ(a.collectives.size(), b.collectives.size());
+    for (size_t i = 0; i < a.collectives.size(); ++i)
+    {
+        EXPECT_EQ(a.collectives[i].rankDone, b.collectives[i].rankDone);
+    }
+    EXPECT_EQ(a.end, b.end);
+    EXPECT_EQ(a.stats.fluid, 3u);
+}
+
+// Two communicators over the same GPUs at once: the first runs as edge flows, the second
+// finds its links busy and runs chunk by chunk beside them.
+TEST(RingFlows, ContendedPaths)
+{
+    RingRun flows = CompareRing(2, [](JobBuilder& job) {
+        job.AllRanks().CommInit("w").CommInit("x");
+        for (uint32_t i = 0; i < 3; ++i)
+        {
+            job.AllRanks().Host(3000.0).AllReduce(1, "w", 16 << 20).AllReduce(2, "x", 16 << 20);
+        }
+        job.AllRanks().SyncStream(1).SyncStream(2);
+    });
+    // At each decision the other communicator's launch is open on the same GPUs.
+    EXPECT_EQ(flows.stats.fluid, 0u);
+    EXPECT_EQ(flows.stats.detailed, 6u);
+}
+
+// Traffic that starts on a ring's links while it runs as edge flows (a 2-rank AllReduce over
+// GPU 0 and 8 launched 100 us into the third instance): counted as a conflict, and that op runs
+// chunk by chunk from then on.
+TEST(RingFlows, LateContentionStopsEdgeFlows)
+{
+    auto build = [](JobBuilder& job) {
+        job.AllRanks().CommInit("w");
+        job.Rank(0).CommInit("x", 2, 0);
+        job.Rank(8).CommInit("x", 2, 1);
+        for (uint32_t i = 0; i < 5; ++i)
+        {
+            job.AllRanks().Kernel(1, "compute", 40.0);
+            if (i == 2)
+            {
+                for (uint32_t r : {0u, 8u})
+                {
+                    job.Rank(r).RecordEvent(7, 1).WaitEvent(2, 7).Kernel(2, "late", 100.0);
+                    job.Rank(r).AllReduce(2, "x", 64 << 20);
+                }
+            }
+            job.AllRanks().AllReduce(1, "w", 64 << 20);
+        }
+        job.AllRanks().SyncStream(1);
+        job.Rank(0).SyncStream(2);
+        job.Rank(8).SyncStream(2);
+    };
+    RingRun flows = RunRing(true, 2, build);
+    ASSERT_TRUE(flows.completed) << flows.stuck;
+    EXPECT_EQ(flows.stats.conflicts, 1u);
+    // w: instances 1-3 as edge flows, 4-5 chunk by chunk; x: chunk by chunk (links busy).
+    EXPECT_EQ(flows.stats.fluid, 3u);
+    EXPECT_EQ(flows.stats.detailed, 3u);
 }
