@@ -110,7 +110,7 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     const std::string fidelity = o.Get("fidelity", "chunk");
     if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
     {
-        throw UsageError("--fidelity must be chunk, collective or flows");
+        throw UsageError("--fidelity must be chunk or collective (or flows)");
     }
     // flows: collective plus ring collectives as one flow per ring edge (RingFlows).
     h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
