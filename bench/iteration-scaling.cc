@@ -12,7 +12,9 @@
 // PP communicator; then a DP ReduceScatter and AllGather of the stage's bf16 gradients.
 // Sizes follow GPT-3 175B (hidden 12288, sequence 2048, micro-batch 1, 96 layers).
 //
-//   gpusim-bench-iteration-scaling [--gpus=N] [--microbatches=M] [--fidelity=chunk|collective|both]
+//   gpusim-bench-iteration-scaling [--gpus=N] [--microbatches=M] [--fidelity=chunk|collective|flows|both]
+//   (flows = collective with NcclWorld RingFlows: ring collectives as one flow per edge;
+//    both = chunk and collective)
 //                                  [--allreduce-bytes=S]   (S > 0: one S-byte AllReduce instead)
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -145,7 +147,9 @@ RunCase(uint32_t gpusN, uint32_t micro, const std::string& fidelity, uint64_t al
     }
     GpuWorkloadHelper h;
     h.SetBackend(net);
-    h.SetNcclAttribute("Fidelity", StringValue(fidelity));
+    // "flows": collective fidelity with ring collectives as edge flows (RingFlows).
+    h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
+    h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));
     h.SetWorkloadAttribute("RecordActivities", BooleanValue(false));
     Ptr<GpuWorkload> w = h.Install(job.BuildShared(), gpus);
     auto t1 = std::chrono::steady_clock::now();
@@ -161,7 +165,7 @@ RunCase(uint32_t gpusN, uint32_t micro, const std::string& fidelity, uint64_t al
         transfers += c.transfers;
     }
     std::printf("%6u GPUs  %-10s  %s  setup %6.2f s (cpu %5.2f)  run %7.2f s (cpu %6.2f)  peak RSS %7.0f MiB  "
-                "simulated %10.3f ms  collectives %8zu (replayed %llu, conflicts %llu)  "
+                "simulated %10.3f ms  collectives %8zu (replayed %llu, edge flows %llu, conflicts %llu)  "
                 "collective transfers %llu (started %llu)  %s\n",
                 gpus.GetN(), fidelity.c_str(),
                 allReduceBytes ? "1 AllReduce" : ("iteration M=" + std::to_string(micro)).c_str(),
@@ -169,6 +173,7 @@ RunCase(uint32_t gpusN, uint32_t micro, const std::string& fidelity, uint64_t al
                 std::chrono::duration<double>(t2 - t1).count(), cpu, PeakRssMiB(),
                 rep.endTime.GetSeconds() * 1e3, w->GetCollectives().size(),
                 static_cast<unsigned long long>(st.replayed),
+                static_cast<unsigned long long>(st.fluid),
                 static_cast<unsigned long long>(st.conflicts),
                 static_cast<unsigned long long>(transfers),
                 static_cast<unsigned long long>(net->GetStartedCount()),
@@ -222,9 +227,9 @@ main(int argc, char** argv)
                      kTp, kPp);
         return 2;
     }
-    for (const char* f : {"chunk", "collective"})
+    for (const char* f : {"chunk", "collective", "flows"})
     {
-        if (fidelity == "both" || fidelity == f)
+        if (fidelity == f || (fidelity == "both" && std::string(f) != "flows"))
         {
             RunCase(gpusN, micro, f, allReduceBytes);
         }

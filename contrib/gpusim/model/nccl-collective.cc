@@ -4,6 +4,7 @@
 
 #include "ns3/flow-backend.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -145,18 +146,47 @@ Communicator::Send(const CollectivePlan& plan,
 {
     const uint32_t src = Endpoint(fromNode);
     const uint32_t dst = Endpoint(toNode);
+    m_world->StartTransfer(StepDelay(plan, src, dst, pipelined), src, dst,
+                           WireBytes(plan, src, dst, payloadBytes), flowKey,
+                           std::move(delivered));
+}
+
+uint64_t
+Communicator::WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
+                        double payloadBytes) const
+{
     const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
     const double eff = hop.nvls    ? plan.nvlsEfficiency
                        : hop.inter ? plan.netEfficiency
                                    : plan.nvlinkEfficiency;
-    const uint64_t wire = static_cast<uint64_t>(std::ceil(payloadBytes / (plan.bwFactor * eff)));
+    return static_cast<uint64_t>(std::ceil(payloadBytes / (plan.bwFactor * eff)));
+}
+
+Time
+Communicator::StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst,
+                        bool pipelined) const
+{
+    const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
     Time step = pipelined ? Time(0) : hop.inter ? plan.stepLatencyInter : plan.stepLatency;
     if (plan.hopIncludesWire)
     {
         // The step latency is measured end to end: the route's wire latency is part of it.
         step = Max(Time(0), step - NanoSeconds(std::llround(hop.wireUs * 1e3)));
     }
-    m_world->StartTransfer(step, src, dst, wire, flowKey, std::move(delivered));
+    return step;
+}
+
+RingShape
+MakeRingShape(CollKind kind, uint64_t bytes, uint32_t n, const CollectivePlan& plan)
+{
+    // Each step moves 1/n of a loop's data per channel.
+    RingShape r;
+    r.steps = kind == CollKind::AllReduce ? 2 * (n - 1) : n - 1;
+    const double perChannel = static_cast<double>(bytes) / plan.channels;
+    r.loops = static_cast<uint32_t>(
+        std::max(1.0, std::ceil(perChannel / (double(n) * plan.chunkBytes))));
+    r.itemBytes = perChannel / (double(n) * r.loops);
+    return r;
 }
 
 void
@@ -244,6 +274,10 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
     }
     rec.rankJoin[commRank] = Simulator::Now();
     inst.doneCbs[commRank] = std::move(done);
+    if (inst.mode != Mode::Chunk)
+    {
+        m_world->CountOpen(m_gpus[commRank], +1);
+    }
     ++inst.joined;
     NS_LOG_INFO("comm " << m_id << " seq " << op->seq << " " << gpusim::ToString(op->coll)
                         << ": rank " << commRank << " joined (" << inst.joined << "/" << m_nranks
@@ -340,18 +374,15 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
     }
     // Ring: AllReduce = reduce-scatter + all-gather (2(n-1) steps); AllGather and
     // ReduceScatter take n-1 steps. Each step moves 1/n of a loop's data per channel.
-    const uint32_t steps = op.coll == CollKind::AllReduce ? 2 * (n - 1) : n - 1;
-    const double perChannel = S / C;
-    const uint32_t loops = static_cast<uint32_t>(
-        std::max(1.0, std::ceil(perChannel / (double(n) * plan.chunkBytes))));
+    const RingShape shape = MakeRingShape(op.coll, op.bytes, n, plan);
     std::vector<std::vector<uint32_t>> orders;
     for (uint32_t c = 0; c < C; ++c)
     {
         orders.push_back(RingOrder(c));
     }
-    return std::make_unique<PipelineExecutor>(std::move(orders), false, loops * steps,
-                                              perChannel / (double(n) * loops),
-                                              plan.pipelineDepth, steps, send);
+    return std::make_unique<PipelineExecutor>(std::move(orders), false,
+                                              shape.loops * shape.steps, shape.itemBytes,
+                                              plan.pipelineDepth, shape.steps, send);
 }
 
 void
@@ -360,6 +391,10 @@ Communicator::FinishRank(uint64_t seq, uint32_t commRank)
     Instance& inst = m_instances.at(seq);
     inst.record.rankDone[commRank] = Simulator::Now();
     ++inst.done;
+    if (inst.mode != Mode::Chunk)
+    {
+        m_world->CountOpen(m_gpus[commRank], -1);
+    }
     auto cb = std::move(inst.doneCbs[commRank]);
     if (cb)
     {
@@ -559,6 +594,14 @@ NcclWorld::GetTypeId()
                           DoubleValue(1e-3),
                           MakeDoubleAccessor(&NcclWorld::m_fidelitySkew),
                           MakeDoubleChecker<double>(0.0, 0.01))
+            .AddAttribute("RingFlows",
+                          "Fidelity=collective: a ring AllReduce/AllGather/ReduceScatter whose "
+                          "ranks join together on idle links runs as one flow per ring edge and "
+                          "channel carrying all its items, the per-item latencies and the "
+                          "pipeline fill added in closed form (doc/flow-backend.md)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&NcclWorld::m_ringFlows),
+                          MakeBooleanChecker())
             .AddTraceSource("TransferDelivered",
                             "A transfer of a collective or P2P operation was delivered",
                             MakeTraceSourceAccessor(&NcclWorld::m_transferDelivered),

@@ -38,6 +38,7 @@ namespace ns3
 
 class NcclWorld;
 class CollectiveExecutor;
+
 class FlowBackend;
 
 /// How one collective is executed.
@@ -61,6 +62,17 @@ struct CollectivePlan
     uint32_t loops = 1;      //!< NVLS/NVLSTree: loops the data is cut into
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };
+
+/// Shape of a ring collective (AllReduce: 2(n-1) steps, AllGather/ReduceScatter: n-1) as the
+/// chunk-level executor runs it: `loops` x `steps` items per position and channel.
+struct RingShape
+{
+    uint32_t steps = 0;
+    uint32_t loops = 1;
+    double itemBytes = 0; //!< payload of one item
+};
+RingShape MakeRingShape(gpusim::CollKind kind, uint64_t bytes, uint32_t n,
+                        const CollectivePlan& plan);
 
 /// One tree of a tree collective, over comm ranks.
 struct CollectiveTree
@@ -157,6 +169,10 @@ class Communicator : public Object
         std::vector<Time> done;          //!< per comm rank: completion after the start
         Time span;                       //!< largest of `done` (Learn: of its run)
         uint64_t transfers = 0;
+        // RingFlows (ring AllReduce/AllGather/ReduceScatter): the links of all ring edges.
+        std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
+        std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
+        bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
     };
     using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
     using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
@@ -167,7 +183,21 @@ class Communicator : public Object
         Learn,
         Watch,
         Fast,
+        Fluid,   //!< RingFlows: one flow per ring edge and channel, latencies in closed form
         Detailed //!< collective fidelity, but not replayable this time
+    };
+
+    /// RingFlows: the ring one instance runs and what its edge flows measured. Edge e is
+    /// channel e / n, position e % n (sending to the next position of that channel's order).
+    struct FluidRing
+    {
+        std::vector<std::vector<uint32_t>> orders; //!< per channel, comm ranks
+        uint32_t items = 0;                        //!< items each position sends
+        uint32_t steps = 0;                        //!< items of the first loop (pay step latency)
+        std::vector<double> stepNs;                //!< per edge: step latency of a first-loop item
+        std::vector<double> latNs;                 //!< per edge: route latency
+        std::vector<double> endNs;                 //!< per edge: its flow's delivery after start
+        uint32_t pending = 0;                      //!< edge flows not yet delivered
     };
 
     struct Instance
@@ -187,7 +217,21 @@ class Communicator : public Object
         EventId deadline;            //!< end of the wait for the last rank (replays)
         std::vector<uint64_t> snap;  //!< flow starts on memo->links at `start`
         SentCounts sent;             //!< Learn / Watch: transfers by (src, dst, flow key)
+        std::unique_ptr<FluidRing> ring; //!< Fluid only
     };
+    /// RingFlows applies to this op (ring AllReduce/AllGather/ReduceScatter, depth 1, flows).
+    bool RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
+    /// RingFlows: all ranks joined; runs the edge flows if the ring's links are idle.
+    void StartRingFlows(uint64_t seq, Instance& inst);
+    /// RingFlows: edge flow `e` delivered; the last one fixes every rank's completion.
+    void RingFlowDelivered(uint64_t seq, uint32_t e);
+    /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
+    /// link efficiency).
+    uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
+                       double payloadBytes) const;
+    /// Delay before a transfer between backend endpoints starts (the step latency; 0 when
+    /// pipelined).
+    Time StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst, bool pipelined) const;
     /// Collective fidelity: comm rank r's executor join (after the base latency).
     void ExecJoin(uint64_t seq, uint32_t commRank);
     /// Collective fidelity: picks how instance `seq` runs (see MemoEntry::State).
@@ -267,6 +311,10 @@ class NcclWorld : public Object
     bool LinksFree(const std::vector<uint32_t>& links) const;
     /// Collective fidelity: `links` belong to one replayed or watched instance until `until`.
     void Reserve(const std::vector<uint32_t>& links, Time until);
+    /// Collective fidelity: collective instances a GPU has launched and not finished (+1 at
+    /// a rank's launch, -1 at its completion); RingFlows needs its own to be the only one.
+    void CountOpen(uint32_t gpu, int delta);
+    uint32_t GetOpen(uint32_t gpu) const;
 
     /// Collective fidelity: how far apart (fraction of the op's run time) ranks may join for
     /// the instance to be watched or replayed as if all joined with the last.
@@ -279,7 +327,10 @@ class NcclWorld : public Object
         uint64_t unwatched = 0; //!< watched runs that met foreign traffic (not replayable)
         uint64_t detailed = 0;  //!< instances run in detail (learning, skew, busy links)
         uint64_t conflicts = 0; //!< replays whose links carried other traffic meanwhile
+        uint64_t fluid = 0;     //!< RingFlows: ring instances run as one flow per edge
     };
+    /// Fidelity=collective with RingFlows: isolated ring collectives run as edge flows.
+    bool IsRingFlows() const;
     const FidelityStats& GetFidelityStats() const;
     FidelityStats& MutableFidelityStats();
 
@@ -344,8 +395,10 @@ class NcclWorld : public Object
     uint32_t m_pipelineDepth;
     std::string m_fidelity;              //!< chunk | collective
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
+    bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
     std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
+    std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)
     FidelityStats m_fidelityStats;
 };
 

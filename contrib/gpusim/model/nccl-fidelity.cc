@@ -101,6 +101,28 @@ NcclWorld::Reserve(const std::vector<uint32_t>& links, Time until)
     }
 }
 
+bool
+NcclWorld::IsRingFlows() const
+{
+    return m_ringFlows && IsCollectiveFidelity();
+}
+
+void
+NcclWorld::CountOpen(uint32_t gpu, int delta)
+{
+    if (gpu >= m_openOnGpu.size())
+    {
+        m_openOnGpu.resize(gpu + 1, 0);
+    }
+    m_openOnGpu[gpu] += delta;
+}
+
+uint32_t
+NcclWorld::GetOpen(uint32_t gpu) const
+{
+    return gpu < m_openOnGpu.size() ? m_openOnGpu[gpu] : 0;
+}
+
 const NcclWorld::FidelityStats&
 NcclWorld::GetFidelityStats() const
 {
@@ -127,35 +149,44 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
     ++inst.execJoined;
     if (inst.mode != Mode::Undecided)
     {
-        if (inst.mode != Mode::Fast)
+        if (inst.mode != Mode::Fast && inst.mode != Mode::Fluid)
         {
             inst.exec->Join(commRank);
         }
         return;
     }
     const MemoEntry& m = *inst.memo;
-    if (!m_world->GetFlowBackend() || m.state == MemoEntry::State::Never)
+    const bool ring = RingFlowsApply(m, *inst.op);
+    if (!m_world->GetFlowBackend() || (!ring && m.state == MemoEntry::State::Never))
     {
         StartDetailed(seq, inst, Mode::Detailed);
         return;
     }
-    if (m.state == MemoEntry::State::Learn)
+    if (!ring && m.state == MemoEntry::State::Learn)
     {
         StartDetailed(seq, inst, Mode::Learn);
         return;
     }
     if (inst.execJoined < m_nranks)
     {
-        // Watch or replay: wait for the last rank, at most the skew a replay allows.
+        // Watch, replay or edge flows: wait for the last rank, at most the skew allowed (of
+        // the op's last run, or before any of the tuner's estimate).
         if (inst.execJoined == 1)
         {
-            const Time wait =
-                NanoSeconds(std::llround(m.span.GetNanoSeconds() * m_world->GetFidelitySkew()));
+            const double spanNs = m.span.IsStrictlyPositive()
+                                      ? static_cast<double>(m.span.GetNanoSeconds())
+                                      : m.plan.estimateUs * 1e3;
+            const Time wait = NanoSeconds(std::llround(spanNs * m_world->GetFidelitySkew()));
             inst.deadline = Simulator::Schedule(wait, &Communicator::GiveUpWaiting, this, seq);
         }
         return;
     }
     Simulator::Cancel(inst.deadline);
+    if (ring)
+    {
+        StartRingFlows(seq, inst);
+        return;
+    }
     Decide(seq, inst);
 }
 
@@ -232,6 +263,26 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     CollectiveRecord& rec = inst.record;
     FlowBackend* net = m_world->GetFlowBackend();
     NcclWorld::FidelityStats& stats = m_world->MutableFidelityStats();
+    if (inst.mode == Mode::Fluid)
+    {
+        const FluidRing& fr = *inst.ring;
+        rec.transfers = uint64_t(fr.items) * fr.endNs.size();
+        m_world->Reserve(m.ringLinks, Simulator::Now());
+        for (size_t i = 0; i < m.ringLinks.size(); ++i)
+        {
+            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] != m.ringOwn[i])
+            {
+                // Other traffic started on its links while it ran: the edge flows shared
+                // with it at fluid rates, not chunk by chunk. Chunk level from now on.
+                ++stats.conflicts;
+                m.ringConflict = true;
+                NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
+                                    << ": ring run as edge flows met other traffic");
+                break;
+            }
+        }
+        return;
+    }
     if (inst.mode == Mode::Fast)
     {
         rec.transfers = m.transfers;

@@ -240,6 +240,15 @@ TEST(Cli, SimulateFidelityCollective)
     const double a = endUs(chunk.out);
     ASSERT_GT(a, 0);
     EXPECT_NEAR(endUs(fast.out), a, 0.01 * a);
+    // flows with ring AllReduces: all 6 run as edge flows, same end within 1 % of chunk.
+    CliResult ringChunk = Cli({"simulate", dir, "--algo", "ring"});
+    ASSERT_EQ(ringChunk.code, 0) << ringChunk.err;
+    CliResult flows = Cli({"simulate", dir, "--algo", "ring", "--fidelity", "flows"});
+    ASSERT_EQ(flows.code, 0) << flows.err;
+    EXPECT_NE(flows.out.find(", 6 rings run as edge flows"), std::string::npos) << flows.out;
+    const double ringEnd = endUs(ringChunk.out);
+    ASSERT_GT(ringEnd, 0);
+    EXPECT_NEAR(endUs(flows.out), ringEnd, 0.01 * ringEnd);
     CliResult bad = Cli({"simulate", dir, "--fidelity", "fast"});
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("--fidelity must be chunk or collective"), std::string::npos)

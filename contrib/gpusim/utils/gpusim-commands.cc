@@ -1,4 +1,5 @@
 #include "ns3/gpusim-commands.h"
+#include "ns3/boolean.h"
 
 #include "ns3/chakra-command.h"
 #include "ns3/cli-options.h"
@@ -132,11 +133,13 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     h.SetNcclAttribute("Efficiency", DoubleValue(eff));
     h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
     const std::string fidelity = o.Get("fidelity", "chunk");
-    if (fidelity != "chunk" && fidelity != "collective")
+    if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
     {
-        throw UsageError("--fidelity must be chunk or collective");
+        throw UsageError("--fidelity must be chunk or collective (or flows)");
     }
-    h.SetNcclAttribute("Fidelity", StringValue(fidelity));
+    // flows: collective plus ring collectives as one flow per ring edge (RingFlows).
+    h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
+    h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));
     if (o.Has("chunk-bytes"))
     {
         h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
@@ -194,8 +197,10 @@ PrintCollectiveUsage(std::ostream& os)
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
-          "  --fidelity chunk|collective   collective: replay ops that already ran alone on\n"
-          "                        idle links (flow backend; doc/flow-backend.md)\n"
+          "  --fidelity chunk|collective|flows   collective: replay ops that already ran\n"
+          "                        alone on idle links; flows: also run isolated ring\n"
+          "                        collectives as one flow per ring edge (flow backend;\n"
+          "                        doc/flow-backend.md)\n"
           "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
           "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
           "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
@@ -683,14 +688,20 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
 void
 PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out, std::ostream& err)
 {
-    if (o.Get("fidelity", "chunk") != "collective")
+    const std::string fidelity = o.Get("fidelity", "chunk");
+    if (fidelity != "collective" && fidelity != "flows")
     {
         return;
     }
     const NcclWorld::FidelityStats& s = w.GetNcclWorld()->GetFidelityStats();
     out << "# collective fidelity: " << s.replayed << " collectives replayed, "
         << s.watched + s.unwatched + s.detailed << " run chunk by chunk, " << s.conflicts
-        << " conflicts\n";
+        << " conflicts";
+    if (fidelity == "flows")
+    {
+        out << ", " << s.fluid << " rings run as edge flows";
+    }
+    out << "\n";
     if (s.conflicts > 0)
     {
         err << "gpusim: warning: " << s.conflicts
