@@ -17,6 +17,7 @@
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
 #include "ns3/validate-command.h"
+#include "ns3/validate-training-command.h"
 
 #include <chrono>
 #include <cmath>
@@ -144,6 +145,7 @@ PrintUsage(std::ostream& os)
           "  run          run a CUDA/NCCL program live on the simulated cluster (its own timers\n"
           "               read simulated time)\n"
           "  validate     the NCCL model against published nccl-tests results\n"
+          "  validate-training  'generate' against published training throughput\n"
           "  generate     an LLM training iteration (Megatron-style TP/PP/DP) from a model\n"
           "               and a plan: trace directory and/or direct simulation\n"
           "\n"
@@ -746,6 +748,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "run")
     {
         return RunCommand(rest, out, err);
+    }
+    if (cmd == "validate-training")
+    {
+        return ValidateTrainingCommand(rest, out, err);
     }
     if (cmd == "validate")
     {
