@@ -240,7 +240,8 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
 }
 
 void
-RunTrainingValidationRow(TrainingValidationRow& row)
+RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
+                         double memoryEfficiency)
 {
     ClusterSpec spec;
     if (!LookupClusterPreset(row.preset, spec))
@@ -249,6 +250,8 @@ RunTrainingValidationRow(TrainingValidationRow& row)
     }
     GpuSpec gpu;
     LookupGpuSpec(spec.gpuModel, gpu);
+    gpu.gemmEfficiency = gemmEfficiency > 0 ? gemmEfficiency : gpu.gemmEfficiency;
+    gpu.memoryEfficiency = memoryEfficiency > 0 ? memoryEfficiency : gpu.memoryEfficiency;
     spec.servers = (row.plan.Gpus() + spec.gpusPerServer - 1) / spec.gpusPerServer;
     const auto t0 = std::chrono::steady_clock::now();
     GeneratedTraining g = GenerateTraining(row.model, row.plan);
@@ -369,7 +372,9 @@ PrintUsage(std::ostream& os)
           "         [--json FILE] [--markdown FILE]\n"
           "  FILE: published training throughput rows, e.g.\n"
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
-          "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n";
+          "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
+          "  --gemm-efficiency E, --memory-efficiency E: what-if replacements of the GPU's\n"
+          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n";
 }
 
 } // namespace
@@ -380,7 +385,10 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
 {
     try
     {
-        Options o(args, {"table", "max-gpus", "json", "markdown"}, {"help"});
+        Options o(args,
+                  {"table", "max-gpus", "json", "markdown", "gemm-efficiency",
+                   "memory-efficiency"},
+                  {"help"});
         if (o.Has("help"))
         {
             PrintUsage(out);
@@ -392,6 +400,12 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         }
         auto rows = ReadTrainingValidation(o.Positional().front(), o.Get("table", ""));
         const uint32_t maxGpus = o.Count("max-gpus", 0);
+        const double gemmEff = o.Number("gemm-efficiency", 0);
+        const double memEff = o.Number("memory-efficiency", 0);
+        if (gemmEff < 0 || gemmEff > 1 || memEff < 0 || memEff > 1)
+        {
+            throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
+        }
         for (auto& r : rows)
         {
             if (maxGpus && r.plan.Gpus() > maxGpus)
@@ -399,7 +413,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                 r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
                 continue;
             }
-            RunTrainingValidationRow(r);
+            RunTrainingValidationRow(r, gemmEff, memEff);
             out << "# " << r.table << " " << Fixed(r.paramsB, 1) << "B on " << r.plan.Gpus()
                 << " GPUs: "
                 << (r.run ? Fixed(r.simulatedTflops, 1) + " TFLOP/s/GPU (measured " +

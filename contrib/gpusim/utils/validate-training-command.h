@@ -63,12 +63,15 @@ TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
 std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& file,
                                                           const std::string& only);
 
-/// Simulates one row with the GPU's kernel efficiencies (flow backend, default NCCL model).
-void RunTrainingValidationRow(TrainingValidationRow& row);
+/// Simulates one row with the GPU's kernel efficiencies (flow backend, default NCCL model);
+/// `gemmEfficiency` / `memoryEfficiency` > 0 replace the GPU's (what-if studies).
+void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
+                              double memoryEfficiency = 0);
 
 std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
 
-/// gpusim validate-training FILE [--table ID] [--max-gpus N] [--json FILE] [--markdown FILE]
+/// gpusim validate-training FILE [--table ID] [--max-gpus N] [--gemm-efficiency E]
+///                          [--memory-efficiency E] [--json FILE] [--markdown FILE]
 int ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                             std::ostream& err);
 
