@@ -336,6 +336,43 @@ TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows)
     return os.str();
 }
 
+std::string
+TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows)
+{
+    // One column per row (published order), TFLOP/s per GPU from 0 to 200: measured (circle)
+    // and simulated (square) where run.
+    const double w = 60.0 * rows.size() + 100, hgt = 320, top = 30, bottom = 260, left = 60;
+    auto y = [&](double t) { return bottom - (bottom - top) * std::min(t, 200.0) / 200.0; };
+    std::ostringstream os;
+    os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << hgt
+       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+       << "<text x=\"" << left << "\" y=\"18\">achieved TFLOP/s per GPU: measured (circle, "
+          "Narayanan et al. 2021) vs gpusim (square)</text>\n";
+    for (int t = 0; t <= 200; t += 50)
+    {
+        os << "<line x1=\"" << left << "\" x2=\"" << w - 20 << "\" y1=\"" << y(t) << "\" y2=\""
+           << y(t) << "\" stroke=\"#ddd\"/><text x=\"20\" y=\"" << y(t) + 4 << "\">" << t
+           << "</text>\n";
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        const auto& r = rows[i];
+        const double x = left + 30 + 60.0 * i;
+        os << "<circle cx=\"" << x << "\" cy=\"" << y(r.measuredTflops)
+           << "\" r=\"5\" fill=\"#1f77b4\"/>\n";
+        if (r.run)
+        {
+            os << "<rect x=\"" << x - 5 << "\" y=\"" << y(r.simulatedTflops) - 5
+               << "\" width=\"10\" height=\"10\" fill=\"#ff7f0e\"/>\n";
+        }
+        os << "<text x=\"" << x - 20 << "\" y=\"" << bottom + 18 << "\">" << Fixed(r.paramsB, 1)
+           << "B</text><text x=\"" << x - 20 << "\" y=\"" << bottom + 32 << "\">"
+           << r.plan.Gpus() << " GPUs</text>\n";
+    }
+    os << "</svg>\n";
+    return os.str();
+}
+
 namespace
 {
 
@@ -369,7 +406,7 @@ void
 PrintUsage(std::ostream& os)
 {
     os << "usage: gpusim validate-training FILE [--table ID] [--max-gpus N]\n"
-          "         [--json FILE] [--markdown FILE]\n"
+          "         [--json FILE] [--markdown FILE] [--svg FILE]\n"
           "  FILE: published training throughput rows, e.g.\n"
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
@@ -386,7 +423,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
     try
     {
         Options o(args,
-                  {"table", "max-gpus", "json", "markdown", "gemm-efficiency",
+                  {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
                    "memory-efficiency"},
                   {"help"});
         if (o.Has("help"))
@@ -432,6 +469,10 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         if (o.Has("json"))
         {
             WriteFileAtomically(o.Get("json", ""), RowsJson(rows));
+        }
+        if (o.Has("svg"))
+        {
+            WriteFileAtomically(o.Get("svg", ""), TrainingValidationSvg(rows));
         }
         return 0;
     }

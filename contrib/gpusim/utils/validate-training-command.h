@@ -69,9 +69,11 @@ void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency 
                               double memoryEfficiency = 0);
 
 std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
+/// Measured vs simulated TFLOP/s per GPU, one column per row.
+std::string TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows);
 
 /// gpusim validate-training FILE [--table ID] [--max-gpus N] [--gemm-efficiency E]
-///                          [--memory-efficiency E] [--json FILE] [--markdown FILE]
+///                          [--memory-efficiency E] [--json FILE] [--markdown FILE] [--svg FILE]
 int ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                             std::ostream& err);
 
