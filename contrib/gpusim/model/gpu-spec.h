@@ -27,6 +27,11 @@ struct GpuSpec
     double pcieBytesPerSec = 64e9;            //!< host<->device copy bandwidth (per direction)
     double kernelLaunchUs = 2.0;              //!< fixed device-side cost per kernel
     std::map<DataType, double> peakFlops;     //!< dense tensor-core peak per dtype (FLOP/s)
+    /// Measured kernel efficiencies of this GPU, each with its source in gpu-spec.cc (0 = none
+    /// published here; the cost model's ComputeEfficiency / MemoryEfficiency attributes then
+    /// apply). Used by `gpusim validate-training` (doc/validation.md) for every row alike.
+    double gemmEfficiency = 0;   //!< achieved / peak FLOP/s of large training GEMMs
+    double memoryEfficiency = 0; //!< achieved / peak HBM bandwidth of streaming kernels
 
     /// Peak for a dtype; falls back to F32 then to the largest entry.
     double PeakFlops(DataType t) const;

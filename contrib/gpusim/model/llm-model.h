@@ -78,6 +78,9 @@ struct TrainingPlan
     bool flashAttention = true; //!< fused attention: no s^2 activations stored
     DataType gradDtype = DataType::F32; //!< main_grad / gradient reduction dtype
     uint32_t seqLength = 0;     //!< 0 = the model's
+    /// Narayanan et al. 2021 section 4.1 scatter/gather: without SP, each TP rank sends 1/t of
+    /// the pipeline payload over its own NIC and the receiving stage all-gathers it over NVLink.
+    bool scatterGatherP2p = false;
 
     uint32_t Gpus() const
     {

@@ -755,7 +755,10 @@ RankGenerator::P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep
     {
         return;
     }
-    const double bytes = m_e * LocalTokens() * m_m.hidden;
+    const double full = m_e * LocalTokens() * m_m.hidden;
+    const bool scatter = m_p.scatterGatherP2p && !m_p.sequenceParallel && m_p.tp > 1;
+    const double bytes = scatter ? full / m_p.tp : full;
+    uint32_t received = 0;
     const int32_t nextStage = static_cast<int32_t>((m_pos.stage + 1) % m_p.pp);
     const int32_t prevStage = static_cast<int32_t>((m_pos.stage + m_p.pp - 1) % m_p.pp);
     const uint64_t group = m_nextGroup;
@@ -789,15 +792,21 @@ RankGenerator::P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep
         if (s.forward && !FirstChunk(s.chunk))
         {
             p2p(CollKind::Recv, prevStage);
+            ++received;
         }
         if (!s.forward && !LastChunk(s.chunk))
         {
             p2p(CollKind::Recv, nextStage);
+            ++received;
         }
     }
     if (any)
     {
         ++m_nextGroup;
+    }
+    for (uint32_t i = 0; scatter && i < received; ++i)
+    {
+        Coll(CollKind::AllGather, TpComm(), m_p.tp, full); // the received 1/t slices
     }
 }
 
@@ -1176,7 +1185,8 @@ DescribePlan(const TrainingPlan& p)
        << ", recompute " << ToString(p.recompute)
        << (p.distributedOptimizer ? ", distributed optimizer" : "")
        << (p.overlapGradReduce ? "" : ", no grad-reduce overlap")
-       << (p.flashAttention ? "" : ", unfused attention");
+       << (p.flashAttention ? "" : ", unfused attention")
+       << (p.scatterGatherP2p ? ", scatter/gather p2p" : "");
     return os.str();
 }
 

@@ -21,6 +21,7 @@
 #include "ns3/tcp-transport.h"
 #include "ns3/uinteger.h"
 #include "ns3/validate-command.h"
+#include "ns3/validate-training-command.h"
 
 #include <chrono>
 #include <cmath>
@@ -179,6 +180,7 @@ PrintUsage(std::ostream& os)
           "               read simulated time)\n"
           "  validate     the NCCL model against published nccl-tests results\n"
           "  chakra       import/export Chakra execution traces (ASTRA-sim, MLCommons)\n"
+          "  validate-training  'generate' against published training throughput\n"
           "  generate     an LLM training iteration (Megatron-style TP/PP/DP) from a model\n"
           "               and a plan: trace directory and/or direct simulation\n"
           "\n"
@@ -821,6 +823,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "chakra")
     {
         return ChakraCommand(rest, out, err);
+    }
+    if (cmd == "validate-training")
+    {
+        return ValidateTrainingCommand(rest, out, err);
     }
     if (cmd == "validate")
     {

@@ -1,0 +1,495 @@
+#include "ns3/validate-training-command.h"
+
+#include "ns3/cli-options.h"
+#include "ns3/flow-backend.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/gpu-workload-helper.h"
+#include "ns3/double.h"
+#include "ns3/json-writer.h"
+#include "ns3/simulator.h"
+#include "ns3/training-generator.h"
+#include "ns3/training-simulation.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+
+constexpr uint32_t kVocab = 51200; // Narayanan et al. 2021, section 5.1
+constexpr uint32_t kSeq = 2048;
+
+double
+Median(std::vector<double> v)
+{
+    if (v.empty())
+    {
+        return 0;
+    }
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+uint32_t
+RowCount(simdjson::dom::element re, const char* key, const std::string& where)
+{
+    uint64_t v = 0;
+    if (re[key].get(v) || v == 0 || v > (1u << 30))
+    {
+        throw std::runtime_error(where + ": '" + key + "' missing or not a positive integer");
+    }
+    return static_cast<uint32_t>(v);
+}
+
+double
+RowNumber(simdjson::dom::element re, const char* key, const std::string& where)
+{
+    double v = 0;
+    simdjson::dom::element e;
+    if (re[key].get(e))
+    {
+        throw std::runtime_error(where + ": '" + key + "' missing");
+    }
+    if (e.is<double>())
+    {
+        v = double(e);
+    }
+    else if (e.is<uint64_t>())
+    {
+        v = double(uint64_t(e));
+    }
+    else if (e.is<int64_t>())
+    {
+        v = double(int64_t(e));
+    }
+    else
+    {
+        throw std::runtime_error(where + ": '" + key + "' is not a number");
+    }
+    if (!std::isfinite(v) || v <= 0)
+    {
+        throw std::runtime_error(where + ": '" + key + "' must be positive");
+    }
+    return v;
+}
+
+std::string
+Fixed(double v, int digits)
+{
+    char s[64];
+    std::snprintf(s, sizeof(s), "%.*f", digits, v);
+    return s;
+}
+
+} // namespace
+
+double
+MegatronPaperFlops(double b, double s, double l, double h, double v)
+{
+    return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
+
+ModelSpec
+MegatronGptModel(uint32_t layers, uint32_t hidden, uint32_t heads)
+{
+    ModelSpec m;
+    m.name = "gpt-" + std::to_string(layers) + "x" + std::to_string(hidden);
+    m.layers = layers;
+    m.hidden = hidden;
+    m.heads = heads;
+    m.kvHeads = heads;
+    m.ffn = 4 * hidden;
+    m.vocab = kVocab;
+    m.seqLength = kSeq;
+    m.tiedEmbeddings = true;
+    m.learnedPositions = true;
+    m.biases = true;
+    m.dropout = true;
+    m.dtype = DataType::F16; // "mixed precision" on A100 in 2021: fp16 with loss scaling
+    m.source = "Narayanan et al. 2021 (arXiv:2104.04473) section 5.1";
+    return m;
+}
+
+TrainingPlan
+MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t batch,
+             bool interleaved)
+{
+    TrainingPlan p;
+    p.tp = tp;
+    p.pp = pp;
+    p.dp = (tp > 0 && pp > 0) ? gpus / (tp * pp) : 0;
+    p.microBatch = 1;
+    p.globalBatch = batch;
+    p.recompute = Recompute::Full; // eq. 3 counts the recomputed forward
+    p.flashAttention = false;      // 2021: fused scale-mask-softmax, scores stored
+    p.distributedOptimizer = false;
+    p.overlapGradReduce = false;   // 2021 DDP: all-reduce after the backward
+    p.gradDtype = DataType::F16;   // fp16 main grads (no --accumulate-allreduce-grads-in-fp32)
+    if (interleaved && pp > 1 && m.layers % pp == 0)
+    {
+        const uint32_t perStage = m.layers / pp;
+        for (uint32_t v = 2; v <= perStage; ++v)
+        {
+            if (perStage % v == 0)
+            {
+                p.virtualStages = v;
+                break;
+            }
+        }
+        p.scatterGatherP2p = true;
+    }
+    return p;
+}
+
+std::vector<TrainingValidationRow>
+ReadTrainingValidation(const std::string& file, const std::string& only)
+{
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (auto err = parser.load(file).get(doc))
+    {
+        throw std::runtime_error(file + ": " + simdjson::error_message(err));
+    }
+    simdjson::dom::array tables;
+    if (doc["tables"].get(tables))
+    {
+        throw std::runtime_error(file + ": no \"tables\" array");
+    }
+    std::vector<TrainingValidationRow> rows;
+    size_t ti = 0;
+    for (simdjson::dom::element te : tables)
+    {
+        ++ti;
+        std::string_view sv;
+        const std::string id = te["id"].get(sv) ? "table " + std::to_string(ti) : std::string(sv);
+        if (!only.empty() && id != only)
+        {
+            continue;
+        }
+        const std::string preset = te["preset"].get(sv) ? "dgx-a100" : std::string(sv);
+        bool interleaved = false;
+        if (te["interleaved"].get(interleaved) == simdjson::INCORRECT_TYPE)
+        {
+            throw std::runtime_error(file + ": table " + id + ": 'interleaved' is not a boolean");
+        }
+        simdjson::dom::array ra;
+        if (te["rows"].get(ra))
+        {
+            throw std::runtime_error(file + ": table " + id + ": no \"rows\" array");
+        }
+        size_t ri = 0;
+        for (simdjson::dom::element re : ra)
+        {
+            ++ri;
+            const std::string where = file + ": table " + id + " row " + std::to_string(ri);
+            TrainingValidationRow r;
+            r.table = id;
+            r.preset = preset;
+            double pb = 0;
+            if (!re["params_b"].get(pb))
+            {
+                r.paramsB = pb;
+            }
+            r.model = MegatronGptModel(RowCount(re, "layers", where), RowCount(re, "hidden", where),
+                                       RowCount(re, "heads", where));
+            const uint32_t tp = RowCount(re, "tp", where);
+            const uint32_t pp = RowCount(re, "pp", where);
+            const uint32_t gpus = RowCount(re, "gpus", where);
+            if (gpus % (tp * pp))
+            {
+                throw std::runtime_error(where + ": gpus " + std::to_string(gpus) +
+                                         " is not a multiple of tp x pp");
+            }
+            r.plan = MegatronPlan(r.model, tp, pp, gpus, RowCount(re, "batch", where), interleaved);
+            uint64_t vpp = 0;
+            if (!re["vpp"].get(vpp))
+            {
+                r.plan.virtualStages = static_cast<uint32_t>(std::max<uint64_t>(vpp, 1));
+            }
+            r.measuredTflops = RowNumber(re, "tflops_per_gpu", where);
+            try
+            {
+                ValidatePlan(r.model, r.plan);
+            }
+            catch (const std::exception& e)
+            {
+                throw std::runtime_error(where + ": " + e.what());
+            }
+            rows.push_back(r);
+        }
+    }
+    if (rows.empty())
+    {
+        throw std::runtime_error(file + ": no rows" + (only.empty() ? "" : " in table " + only));
+    }
+    return rows;
+}
+
+void
+RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
+                         double memoryEfficiency)
+{
+    ClusterSpec spec;
+    if (!LookupClusterPreset(row.preset, spec))
+    {
+        throw std::runtime_error("unknown cluster preset '" + row.preset + "'");
+    }
+    GpuSpec gpu;
+    LookupGpuSpec(spec.gpuModel, gpu);
+    gpu.gemmEfficiency = gemmEfficiency > 0 ? gemmEfficiency : gpu.gemmEfficiency;
+    gpu.memoryEfficiency = memoryEfficiency > 0 ? memoryEfficiency : gpu.memoryEfficiency;
+    spec.servers = (row.plan.Gpus() + spec.gpusPerServer - 1) / spec.gpusPerServer;
+    const auto t0 = std::chrono::steady_clock::now();
+    GeneratedTraining g = GenerateTraining(row.model, row.plan);
+    GpuClusterHelper cluster;
+    cluster.SetSpec(spec);
+    NodeContainer gpus = cluster.Create();
+    Ptr<FlowBackend> backend = CreateObject<FlowBackend>();
+    backend->SetTopology(cluster.GetTopology());
+    GpuWorkloadHelper helper;
+    helper.SetBackend(backend);
+    helper.SetCostModel("ns3::RooflineCostModel");
+    if (gpu.gemmEfficiency > 0)
+    {
+        helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
+    }
+    if (gpu.memoryEfficiency > 0)
+    {
+        helper.SetCostModelAttribute("MemoryEfficiency", DoubleValue(gpu.memoryEfficiency));
+    }
+    TrainingReport rep;
+    try
+    {
+        rep = SimulateTraining(g, helper, gpus);
+    }
+    catch (...)
+    {
+        Simulator::Destroy();
+        throw;
+    }
+    Simulator::Destroy();
+    row.wallS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep.oom)
+    {
+        row.note = "OOM: " + rep.oomInfo.Describe();
+        return;
+    }
+    if (!rep.completed)
+    {
+        row.note = "did not complete: " + rep.stuck;
+        return;
+    }
+    row.run = true;
+    row.iterationMs = rep.iterationUs / 1e3;
+    const double flops = MegatronPaperFlops(row.plan.globalBatch, kSeq, row.model.layers,
+                                            row.model.hidden, kVocab);
+    row.simulatedTflops = flops / (rep.iterationUs * 1e-6 * row.plan.Gpus()) / 1e12;
+    row.errorPct = (row.simulatedTflops - row.measuredTflops) / row.measuredTflops * 100;
+}
+
+std::string
+TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows)
+{
+    std::ostringstream os;
+    os << "| table | params (B) | l | h | a | TP | PP | DP | VPP | GPUs | batch | measured "
+          "TFLOP/s | simulated TFLOP/s | error | iteration (ms) |\n";
+    os << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+          "---: | ---: | ---: |\n";
+    std::vector<double> errs;
+    for (const auto& r : rows)
+    {
+        os << "| " << r.table << " | " << Fixed(r.paramsB, 1) << " | " << r.model.layers << " | "
+           << r.model.hidden << " | " << r.model.heads << " | " << r.plan.tp << " | " << r.plan.pp
+           << " | " << r.plan.dp << " | " << r.plan.virtualStages << " | " << r.plan.Gpus()
+           << " | " << r.plan.globalBatch << " | " << Fixed(r.measuredTflops, 0) << " | ";
+        if (r.run)
+        {
+            os << Fixed(r.simulatedTflops, 1) << " | " << (r.errorPct >= 0 ? "+" : "")
+               << Fixed(r.errorPct, 1) << " % | " << Fixed(r.iterationMs, 0) << " |\n";
+            errs.push_back(std::fabs(r.errorPct));
+        }
+        else
+        {
+            os << "not run | " << r.note << " | |\n";
+        }
+    }
+    if (!errs.empty())
+    {
+        os << "\n|error| over " << errs.size() << " rows run: median "
+           << Fixed(Median(errs), 1) << " %, worst "
+           << Fixed(*std::max_element(errs.begin(), errs.end()), 1) << " %\n";
+    }
+    return os.str();
+}
+
+std::string
+TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows)
+{
+    // One column per row (published order), TFLOP/s per GPU from 0 to 200: measured (circle)
+    // and simulated (square) where run.
+    const double w = 60.0 * rows.size() + 100, hgt = 320, top = 30, bottom = 260, left = 60;
+    auto y = [&](double t) { return bottom - (bottom - top) * std::min(t, 200.0) / 200.0; };
+    std::ostringstream os;
+    os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << hgt
+       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+       << "<text x=\"" << left << "\" y=\"18\">achieved TFLOP/s per GPU: measured (circle, "
+          "Narayanan et al. 2021) vs gpusim (square)</text>\n";
+    for (int t = 0; t <= 200; t += 50)
+    {
+        os << "<line x1=\"" << left << "\" x2=\"" << w - 20 << "\" y1=\"" << y(t) << "\" y2=\""
+           << y(t) << "\" stroke=\"#ddd\"/><text x=\"20\" y=\"" << y(t) + 4 << "\">" << t
+           << "</text>\n";
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        const auto& r = rows[i];
+        const double x = left + 30 + 60.0 * i;
+        os << "<circle cx=\"" << x << "\" cy=\"" << y(r.measuredTflops)
+           << "\" r=\"5\" fill=\"#1f77b4\"/>\n";
+        if (r.run)
+        {
+            os << "<rect x=\"" << x - 5 << "\" y=\"" << y(r.simulatedTflops) - 5
+               << "\" width=\"10\" height=\"10\" fill=\"#ff7f0e\"/>\n";
+        }
+        os << "<text x=\"" << x - 20 << "\" y=\"" << bottom + 18 << "\">" << Fixed(r.paramsB, 1)
+           << "B</text><text x=\"" << x - 20 << "\" y=\"" << bottom + 32 << "\">"
+           << r.plan.Gpus() << " GPUs</text>\n";
+    }
+    os << "</svg>\n";
+    return os.str();
+}
+
+namespace
+{
+
+std::string
+RowsJson(const std::vector<TrainingValidationRow>& rows)
+{
+    std::ostringstream os;
+    os << "{\"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        const auto& r = rows[i];
+        os << (i ? ",\n  " : "\n  ") << "{\"table\": \"" << r.table << "\", \"params_b\": "
+           << r.paramsB << ", \"tp\": " << r.plan.tp << ", \"pp\": " << r.plan.pp
+           << ", \"dp\": " << r.plan.dp << ", \"vpp\": " << r.plan.virtualStages
+           << ", \"gpus\": " << r.plan.Gpus() << ", \"batch\": " << r.plan.globalBatch
+           << ", \"measured_tflops\": " << r.measuredTflops << ", \"run\": "
+           << (r.run ? "true" : "false");
+        if (r.run)
+        {
+            os << ", \"iteration_ms\": " << Fixed(r.iterationMs, 3)
+               << ", \"simulated_tflops\": " << Fixed(r.simulatedTflops, 3)
+               << ", \"error_pct\": " << Fixed(r.errorPct, 3);
+        }
+        os << ", \"wall_s\": " << Fixed(r.wallS, 2) << "}";
+    }
+    os << "\n]}\n";
+    return os.str();
+}
+
+void
+PrintUsage(std::ostream& os)
+{
+    os << "usage: gpusim validate-training FILE [--table ID] [--max-gpus N]\n"
+          "         [--json FILE] [--markdown FILE] [--svg FILE]\n"
+          "  FILE: published training throughput rows, e.g.\n"
+          "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
+          "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
+          "  --gemm-efficiency E, --memory-efficiency E: what-if replacements of the GPU's\n"
+          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n";
+}
+
+} // namespace
+
+int
+ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err)
+{
+    try
+    {
+        Options o(args,
+                  {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
+                   "memory-efficiency"},
+                  {"help"});
+        if (o.Has("help"))
+        {
+            PrintUsage(out);
+            return 0;
+        }
+        if (o.Positional().size() != 1)
+        {
+            throw UsageError("give one FILE");
+        }
+        auto rows = ReadTrainingValidation(o.Positional().front(), o.Get("table", ""));
+        const uint32_t maxGpus = o.Count("max-gpus", 0);
+        const double gemmEff = o.Number("gemm-efficiency", 0);
+        const double memEff = o.Number("memory-efficiency", 0);
+        if (gemmEff < 0 || gemmEff > 1 || memEff < 0 || memEff > 1)
+        {
+            throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
+        }
+        for (auto& r : rows)
+        {
+            if (maxGpus && r.plan.Gpus() > maxGpus)
+            {
+                r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
+                continue;
+            }
+            RunTrainingValidationRow(r, gemmEff, memEff);
+            out << "# " << r.table << " " << Fixed(r.paramsB, 1) << "B on " << r.plan.Gpus()
+                << " GPUs: "
+                << (r.run ? Fixed(r.simulatedTflops, 1) + " TFLOP/s/GPU (measured " +
+                                Fixed(r.measuredTflops, 0) + "), error " +
+                                Fixed(r.errorPct, 1) + " %"
+                          : r.note)
+                << ", wall " << Fixed(r.wallS, 1) << " s\n";
+            out.flush();
+        }
+        const std::string md = TrainingValidationMarkdown(rows);
+        out << md;
+        if (o.Has("markdown"))
+        {
+            WriteFileAtomically(o.Get("markdown", ""), md);
+        }
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), RowsJson(rows));
+        }
+        if (o.Has("svg"))
+        {
+            WriteFileAtomically(o.Get("svg", ""), TrainingValidationSvg(rows));
+        }
+        return 0;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim validate-training: " << e.what() << "\n";
+        PrintUsage(err);
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim validate-training: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3

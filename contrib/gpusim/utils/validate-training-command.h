@@ -1,0 +1,83 @@
+/*
+ * gpusim validate-training: `gpusim generate` against published measured training throughput
+ * (doc/validation.md, "Training throughput").
+ *
+ * Reads a JSON file in the shape of contrib/gpusim/test/data/megatron-lm-2021-throughput.json
+ * ({"tables": [{"id", "source", "preset", "interleaved", "rows": [{"heads", "hidden",
+ * "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu", ...}]}]}), builds each row's GPT
+ * model and Megatron-LM (2021) plan, simulates one iteration on the table's cluster preset and
+ * compares the achieved TFLOP/s per GPU computed with the paper's own FLOP count (Narayanan et
+ * al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
+ *
+ * Every row uses the same kernel efficiencies: those of the cluster's GPU (GpuSpec
+ * gemmEfficiency / memoryEfficiency, gpu-spec.cc, with their sources); nothing is set per row.
+ */
+#ifndef GPUSIM_VALIDATE_TRAINING_COMMAND_H
+#define GPUSIM_VALIDATE_TRAINING_COMMAND_H
+
+#include "ns3/llm-model.h"
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+struct TrainingValidationRow
+{
+    std::string table;
+    std::string preset;
+    double paramsB = 0;      //!< published parameter count (billions)
+    ModelSpec model;
+    TrainingPlan plan;
+    double measuredTflops = 0; //!< published achieved TFLOP/s per GPU
+    bool run = false;          //!< simulated (false: skipped, see note)
+    std::string note;          //!< why not run, or what happened
+    double iterationMs = 0;
+    double simulatedTflops = 0; //!< eq. 3 FLOPs / (simulated time x GPUs)
+    double errorPct = 0;        //!< (simulated - measured) / measured x 100
+    double wallS = 0;           //!< wall time of the simulation
+};
+
+/// Narayanan et al. 2021, eq. 3: FLOPs per iteration with full recomputation.
+double MegatronPaperFlops(double batch, double seq, double layers, double hidden, double vocab);
+
+/// The GPT model of a row: l layers, hidden h, a heads (MHA), FFN 4h, vocabulary 51200,
+/// sequence 2048, fp16, GPT-2 architecture (LayerNorm, GELU, biases, dropout, learned positions,
+/// tied embeddings).
+ModelSpec MegatronGptModel(uint32_t layers, uint32_t hidden, uint32_t heads);
+
+/// Megatron-LM as the paper ran it: micro-batch 1, full recomputation, unfused attention,
+/// fp16 gradients all-reduced after the backward (no overlap, no distributed optimizer; the
+/// 2021 code), interleaved schedule with the scatter/gather optimization when `interleaved`
+/// and PP > 1, with the smallest virtual-stage count > 1 that divides the layers per stage.
+TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus,
+                          uint32_t batch, bool interleaved);
+
+/// Reads every row of every table (or of table `only`). Throws std::runtime_error naming the
+/// file, table and row on bad input.
+std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& file,
+                                                          const std::string& only);
+
+/// Simulates one row with the GPU's kernel efficiencies (flow backend, default NCCL model);
+/// `gemmEfficiency` / `memoryEfficiency` > 0 replace the GPU's (what-if studies).
+void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
+                              double memoryEfficiency = 0);
+
+std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
+/// Measured vs simulated TFLOP/s per GPU, one column per row.
+std::string TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows);
+
+/// gpusim validate-training FILE [--table ID] [--max-gpus N] [--gemm-efficiency E]
+///                          [--memory-efficiency E] [--json FILE] [--markdown FILE] [--svg FILE]
+int ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
+                            std::ostream& err);
+
+} // namespace gpusim
+} // namespace ns3
+
+#endif // GPUSIM_VALIDATE_TRAINING_COMMAND_H
