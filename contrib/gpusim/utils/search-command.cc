@@ -461,6 +461,33 @@ SearchSvg(const std::string& title, const std::vector<PlanResult>& results,
     return s.str();
 }
 
+/// --dry-run: the plans that fit, in the order they would be simulated, with their bounds.
+std::string
+DryRunTable(const ModelSpec& model,
+            const ClusterSpec& spec,
+            const std::vector<PlanResult>& results,
+            const std::vector<size_t>& order,
+            uint32_t oom,
+            size_t top)
+{
+    std::ostringstream os;
+    os << "# gpusim search (dry run): " << model.name << " on " << DescribeCluster(spec) << "\n";
+    os << "# plans: " << results.size() << " enumerated, " << oom
+       << " infeasible (out of memory), " << order.size() << " to simulate in bound order\n";
+    os << "# order  tp  pp  dp vpp  mb  recompute  flags       bound_ms  peak_mem_GiB\n";
+    for (size_t k = 0; k < order.size() && k < top; ++k)
+    {
+        const PlanResult& r = results[order[k]];
+        char line[200];
+        std::snprintf(line, sizeof(line), "%7zu %3u %3u %3u %3u %3u  %-9s  %-9s %10.3f %13.2f\n",
+                      k + 1, r.plan.tp, r.plan.pp, r.plan.dp, r.plan.virtualStages,
+                      r.plan.microBatch, ToString(r.plan.recompute), Flags(r.plan).c_str(),
+                      r.boundUs / 1e3, r.peakMemoryBytes / double(1ull << 30));
+        os << line;
+    }
+    return os.str();
+}
+
 void
 PrintSearchUsage(std::ostream& os)
 {
@@ -469,11 +496,12 @@ PrintSearchUsage(std::ostream& os)
           "         [--global-batch G] [--micro-batches 1,2,4] [--vpp 1[,2,...]]\n"
           "         [--sp off|on|both] [--recompute none,selective[,full]]\n"
           "         [--zero off|on|both] [--jobs N] [--exhaustive] [--top N]\n"
-          "         [--json FILE] [--svg FILE]\n"
+          "         [--json FILE] [--svg FILE] [--dry-run]\n"
           "  Plans: TP x PP x DP = the cluster's GPUs, TP within a server. Plans whose closed-form\n"
           "  peak memory exceeds the GPU's are dropped; the rest are simulated in bound order\n"
           "  until a lower bound exceeds the best time (--exhaustive: all), --jobs at a time\n"
-          "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n";
+          "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n"
+          "  --dry-run: list the plans that fit, in bound order, without simulating.\n";
 }
 
 } // namespace
@@ -490,7 +518,7 @@ SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(args, valued, {"help", "exhaustive"});
+        Options o(args, valued, {"help", "exhaustive", "dry-run"});
         if (o.Has("help"))
         {
             PrintSearchUsage(out);
@@ -589,6 +617,11 @@ SearchMain(const Options& o, std::ostream& out)
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return results[a].boundUs < results[b].boundUs; });
+    if (o.Has("dry-run"))
+    {
+        out << DryRunTable(model, spec, results, order, oom, o.Count("top", 10));
+        return 0;
+    }
     const uint32_t discarded = RunWorkers(o, model, set, order, results);
     std::map<std::string, uint32_t> counts = {{"enumerated", results.size()}, {"oom", oom}};
     for (const PlanResult& r : results)
