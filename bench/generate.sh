@@ -19,7 +19,7 @@ run_case() { # name, gpus, args...
   wall=$(echo "$out" | awk '/^RSS/ {print $4}')
   rss=$(echo "$out" | awk '/^RSS/ {printf "%.0f", $2/1024}')
   iter=$(echo "$out" | awk '/^iteration time/ {print $3}')
-  mfu=$(echo "$out" | awk '/MFU/ {gsub(/\(/,""); print $6}')
+  mfu=$(echo "$out" | awk '/MFU/ {print $7}')
   if [ "$rc" = 124 ]; then iter=timeout; fi
   printf "%-52s %6s %12s %8s %9s %10s\n" "$name" "$gpus" "${iter:--}" "${mfu:--}" "${wall:--}" "${rss:--}"
 }
