@@ -23,6 +23,7 @@
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,6 +209,12 @@ StartWorker(const Options& o, const ModelSpec& model, const TrainingPlan& plan, 
     }
     if (pid == 0)
     {
+        // A worker dies with the search (Ctrl-C, a time limit) instead of running on.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+        {
+            _exit(1);
+        }
         close(fds[0]);
         SimulateInChild(o, model, plan, fds[1]);
         close(fds[1]);
