@@ -414,8 +414,8 @@ SearchJson(const std::string& model,
     return w.Take();
 }
 
-/// Scatter plot: peak memory (x) against iteration time (y) of every simulated plan, pruned
-/// plans at their bound (hollow), the winner in red.
+/// Scatter plot: peak memory (x) against iteration time (y) of every simulated plan, the
+/// winner in red; each point's tooltip names the plan.
 std::string
 SearchSvg(const std::string& title, const std::vector<PlanResult>& results,
           const std::vector<size_t>& ranked, uint64_t capacity)
