@@ -262,3 +262,26 @@ TEST(SearchTest, UsageErrors)
         EXPECT_NE(r.err.find("usage: gpusim search"), std::string::npos) << r.err;
     }
 }
+
+TEST(SearchTest, BoundHoldsForInterleavedSpAndFullRecompute)
+{
+    // The bound's interleaved pipeline term, SP's collectives and full recomputation's extra
+    // forward, against simulated times on one dgx-h100 (every plan that fits is simulated).
+    TestTempDir tmp("search-test");
+    const CliResult r =
+        Cli({"search", "--model", "llama3-8b", "--preset", "dgx-h100", "--servers", "1",
+             "--global-batch", "16", "--micro-batches", "1", "--vpp", "2", "--sp", "both",
+             "--zero", "off", "--recompute", "none,full", "--jobs", "2", "--exhaustive",
+             "--json", tmp.Path("v.json")});
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const std::string text = ReadAll(tmp.Path("v.json"));
+    std::regex re("\"bound_us\":([0-9.e+]+),\"iteration_us\":([0-9.e+]+)");
+    size_t checked = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
+    {
+        EXPECT_LE(std::stod((*it)[1]), std::stod((*it)[2])) << (*it)[0];
+        ++checked;
+    }
+    EXPECT_GE(checked, 4u) << r.out;
+    EXPECT_NE(text.find("interleaved x2 SP, micro-batch 1, recompute full"), std::string::npos);
+}
