@@ -511,45 +511,6 @@ PrintSearchUsage(std::ostream& os)
           "  --dry-run: list the plans that fit, in bound order, without simulating.\n";
 }
 
-} // namespace
-
-int SearchMain(const Options& o, std::ostream& out);
-
-int
-SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
-{
-    std::set<std::string> valued = {"model", "model-file", "global-batch", "seq-length",
-                                    "micro-batches", "vpp", "sp", "recompute", "zero", "jobs",
-                                    "top", "json", "svg"};
-    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
-    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
-    try
-    {
-        Options o(args, valued, {"help", "exhaustive", "dry-run"});
-        if (o.Has("help"))
-        {
-            PrintSearchUsage(out);
-            return 0;
-        }
-        if (!o.Positional().empty())
-        {
-            throw UsageError("unexpected argument '" + o.Positional().front() + "'");
-        }
-        return SearchMain(o, out);
-    }
-    catch (const UsageError& e)
-    {
-        err << "gpusim search: " << e.what() << "\n";
-        PrintSearchUsage(err);
-        return 1;
-    }
-    catch (const std::exception& e)
-    {
-        err << "gpusim search: error: " << e.what() << "\n";
-        return 2;
-    }
-}
-
 int
 SearchMain(const Options& o, std::ostream& out)
 {
@@ -666,6 +627,43 @@ SearchMain(const Options& o, std::ostream& out)
                                       results, ranked, gpu.memoryBytes));
     }
     return ranked.empty() ? 3 : 0;
+}
+
+} // namespace
+
+int
+SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::set<std::string> valued = {"model", "model-file", "global-batch", "seq-length",
+                                    "micro-batches", "vpp", "sp", "recompute", "zero", "jobs",
+                                    "top", "json", "svg"};
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    try
+    {
+        Options o(args, valued, {"help", "exhaustive", "dry-run"});
+        if (o.Has("help"))
+        {
+            PrintSearchUsage(out);
+            return 0;
+        }
+        if (!o.Positional().empty())
+        {
+            throw UsageError("unexpected argument '" + o.Positional().front() + "'");
+        }
+        return SearchMain(o, out);
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim search: " << e.what() << "\n";
+        PrintSearchUsage(err);
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim search: error: " << e.what() << "\n";
+        return 2;
+    }
 }
 
 } // namespace gpusim
