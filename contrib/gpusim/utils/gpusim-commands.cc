@@ -7,6 +7,7 @@
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
 #include "ns3/generate-command.h"
+#include "ns3/search-command.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
@@ -183,6 +184,8 @@ PrintUsage(std::ostream& os)
           "  validate-training  'generate' against published training throughput\n"
           "  generate     an LLM training iteration (Megatron-style TP/PP/DP) from a model\n"
           "               and a plan: trace directory and/or direct simulation\n"
+          "  search       the fastest parallelism plan for a model on a cluster (enumerate,\n"
+          "               memory check, bound pruning, parallel simulation)\n"
           "\n"
           "Run 'gpusim <command> --help' for its options. With no options, 'gpusim collective'\n"
           "sweeps AllReduce from 1 KiB to 1 GiB on 4 x dgx-h100 (32 GPUs).\n";
@@ -835,6 +838,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "generate")
     {
         return GenerateCommand(rest, out, err);
+    }
+    if (cmd == "search")
+    {
+        return SearchCommand(rest, out, err);
     }
     if (cmd == "--help" || cmd == "-h" || cmd == "help")
     {
