@@ -1,5 +1,7 @@
 #include "ns3/llm-model.h"
 
+#include "ns3/yaml-fields.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -91,75 +93,10 @@ Mixtral8x7b()
     return m;
 }
 
-std::string
-NormaliseKey(const std::string& k)
-{
-    std::string out;
-    for (char c : k)
-    {
-        if (c != '_' && c != '-')
-        {
-            out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        }
-    }
-    return out;
-}
-
-class ModelReader
+class ModelReader : public YamlFieldReader
 {
   public:
-    explicit ModelReader(std::string source)
-        : m_source(std::move(source))
-    {
-    }
-
-    [[noreturn]] void Fail(const YAML::Mark& m, const std::string& what) const
-    {
-        std::ostringstream os;
-        os << m_source;
-        if (!m.is_null())
-        {
-            os << ":" << m.line + 1 << ":" << m.column + 1;
-        }
-        os << ": " << what;
-        throw std::runtime_error(os.str());
-    }
-
-    std::string Scalar(const YAML::Node& v, const std::string& key) const
-    {
-        if (!v.IsScalar())
-        {
-            Fail(v.Mark(), "key '" + key + "': expected a scalar value");
-        }
-        return v.Scalar();
-    }
-
-    uint32_t Unsigned(const YAML::Node& v, const std::string& key) const
-    {
-        const std::string s = Scalar(v, key);
-        errno = 0;
-        char* end = nullptr;
-        const unsigned long long x = std::strtoull(s.c_str(), &end, 10);
-        if (s.empty() || s[0] == '-' || *end != '\0' || errno != 0 || x > 0xffffffffULL)
-        {
-            Fail(v.Mark(), "key '" + key + "': expected a non-negative integer, got '" + s + "'");
-        }
-        return static_cast<uint32_t>(x);
-    }
-
-    bool Boolean(const YAML::Node& v, const std::string& key) const
-    {
-        const std::string s = Scalar(v, key);
-        if (s == "true" || s == "yes" || s == "on")
-        {
-            return true;
-        }
-        if (s == "false" || s == "no" || s == "off")
-        {
-            return false;
-        }
-        Fail(v.Mark(), "key '" + key + "': expected true or false, got '" + s + "'");
-    }
+    using YamlFieldReader::YamlFieldReader;
 
     ModelSpec Read(const YAML::Node& root) const
     {
@@ -171,7 +108,7 @@ class ModelReader
         for (const auto& kv : root)
         {
             const std::string key = Scalar(kv.first, "<key>");
-            if (NormaliseKey(key) == "preset")
+            if (NormaliseYamlKey(key) == "preset")
             {
                 const std::string name = Scalar(kv.second, key);
                 if (!LookupModelPreset(name, m))
@@ -212,7 +149,7 @@ class ModelReader
         for (const auto& kv : root)
         {
             const std::string key = Scalar(kv.first, "<key>");
-            const std::string norm = NormaliseKey(key);
+            const std::string norm = NormaliseYamlKey(key);
             if (norm == "preset")
             {
                 continue;
@@ -246,7 +183,7 @@ class ModelReader
         }
         if (m.source.empty())
         {
-            m.source = m_source;
+            m.source = Source();
         }
         try
         {
@@ -259,8 +196,6 @@ class ModelReader
         return m;
     }
 
-  private:
-    std::string m_source;
 };
 
 void

@@ -798,8 +798,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
 {
     if (args.empty())
     {
-        PrintUsage(err);
-        return 1;
+        // No command is a request for help (ns-3 trees also run every program without
+        // arguments as a smoke test: ctest-gpusim).
+        PrintUsage(out);
+        return 0;
     }
     const std::string cmd = args.front();
     std::vector<std::string> rest(args.begin() + 1, args.end());
