@@ -340,29 +340,13 @@ ClusterSpec
 ParseClusterSpecYaml(const std::string& text, const std::string& sourceName)
 {
     SpecReader reader(sourceName);
-    YAML::Node root;
-    try
-    {
-        root = YAML::Load(text);
-    }
-    catch (const YAML::Exception& e)
-    {
-        reader.Fail(e.mark, e.msg);
-    }
-    return reader.Read(root);
+    return reader.Read(reader.Load(text));
 }
 
 ClusterSpec
 LoadClusterSpecYaml(const std::string& file)
 {
-    std::ifstream in(file);
-    if (!in)
-    {
-        throw std::runtime_error(file + ": cannot open cluster spec");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return ParseClusterSpecYaml(text.str(), file);
+    return ParseClusterSpecYaml(ReadYamlFile(file, "cluster spec"), file);
 }
 
 } // namespace gpusim

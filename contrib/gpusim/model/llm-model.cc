@@ -255,29 +255,13 @@ ModelSpec
 ParseModelSpecYaml(const std::string& text, const std::string& sourceName)
 {
     ModelReader reader(sourceName);
-    YAML::Node root;
-    try
-    {
-        root = YAML::Load(text);
-    }
-    catch (const YAML::Exception& e)
-    {
-        reader.Fail(e.mark, e.msg);
-    }
-    return reader.Read(root);
+    return reader.Read(reader.Load(text));
 }
 
 ModelSpec
 LoadModelSpecYaml(const std::string& file)
 {
-    std::ifstream in(file);
-    if (!in)
-    {
-        throw std::runtime_error(file + ": cannot open model description");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return ParseModelSpecYaml(text.str(), file);
+    return ParseModelSpecYaml(ReadYamlFile(file, "model description"), file);
 }
 
 void

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -26,9 +27,35 @@ NormaliseYamlKey(const std::string& key)
     return out;
 }
 
+std::string
+ReadYamlFile(const std::string& file, const std::string& what)
+{
+    std::ifstream in(file);
+    if (!in)
+    {
+        throw std::runtime_error(file + ": cannot open " + what);
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 YamlFieldReader::YamlFieldReader(std::string source)
     : m_source(std::move(source))
 {
+}
+
+YAML::Node
+YamlFieldReader::Load(const std::string& text) const
+{
+    try
+    {
+        return YAML::Load(text);
+    }
+    catch (const YAML::Exception& e)
+    {
+        Fail(e.mark, e.msg);
+    }
 }
 
 void

@@ -18,6 +18,9 @@ namespace gpusim
 /// "gpus_per_server", "gpusPerServer", "GPUs-per-server" -> "gpusperserver".
 std::string NormaliseYamlKey(const std::string& key);
 
+/// The whole text of FILE; throws "FILE: cannot open WHAT" when it cannot be read.
+std::string ReadYamlFile(const std::string& file, const std::string& what);
+
 /// Typed scalar fields of one YAML source; every failure throws std::runtime_error
 /// "SOURCE:LINE:COLUMN: key 'KEY': what was wrong".
 class YamlFieldReader
@@ -25,6 +28,8 @@ class YamlFieldReader
   public:
     explicit YamlFieldReader(std::string source);
 
+    /// Parses a YAML document; syntax errors are reported through Fail() with their position.
+    YAML::Node Load(const std::string& text) const;
     [[noreturn]] void Fail(const YAML::Mark& m, const std::string& what) const;
     std::string Scalar(const YAML::Node& v, const std::string& key) const;
     /// A non-negative integer that fits in 32 bits.

@@ -81,7 +81,7 @@ TEST(KinetoOldFormat, ReaderNamesRuntimeCallsByCbid)
     EXPECT_FALSE(t.relativeTime);
     EXPECT_DOUBLE_EQ(t.startUs, 1661203463000000.0);
     // "INVALID" with cbid 370 is cudaEventRecordWithFlags, with 409 cudaStreamGetCaptureInfo_v2
-    // (cupti_runtime_cbid.h); no event keeps the placeholder name.
+    // (cupti_runtime_cbid.h); no event keeps the name "INVALID" that old Kineto wrote.
     const KinetoEvent* rec =
         FindEvent(t, KinetoCategory::Runtime, "cudaEventRecordWithFlags");
     ASSERT_NE(rec, nullptr);
