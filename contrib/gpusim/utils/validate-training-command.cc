@@ -241,7 +241,7 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
 
 void
 RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
-                         double memoryEfficiency)
+                         double memoryEfficiency, const TrainingSpeed& speed)
 {
     ClusterSpec spec;
     if (!LookupClusterPreset(row.preset, spec))
@@ -263,6 +263,7 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     GpuWorkloadHelper helper;
     helper.SetBackend(backend);
     helper.SetCostModel("ns3::RooflineCostModel");
+    ConfigureTrainingSpeed(helper, speed);
     if (gpu.gemmEfficiency > 0)
     {
         helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
@@ -411,7 +412,9 @@ PrintUsage(std::ostream& os)
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
           "  --gemm-efficiency E, --memory-efficiency E: what-if replacements of the GPU's\n"
-          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n";
+          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n"
+          "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored (default\n"
+          "  mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the detailed model\n";
 }
 
 } // namespace
@@ -424,7 +427,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
     {
         Options o(args,
                   {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
-                   "memory-efficiency"},
+                   "memory-efficiency", "fidelity", "ranks"},
                   {"help"});
         if (o.Has("help"))
         {
@@ -443,6 +446,14 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         {
             throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
         }
+        TrainingSpeed speed;
+        speed.fidelity = o.Get("fidelity", speed.fidelity);
+        const std::string ranks = o.Get("ranks", "mirrored");
+        if (ranks != "all" && ranks != "mirrored")
+        {
+            throw UsageError("--ranks must be all or mirrored");
+        }
+        speed.mirrorRanks = ranks == "mirrored";
         for (auto& r : rows)
         {
             if (maxGpus && r.plan.Gpus() > maxGpus)
@@ -450,7 +461,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                 r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
                 continue;
             }
-            RunTrainingValidationRow(r, gemmEff, memEff);
+            RunTrainingValidationRow(r, gemmEff, memEff, speed);
             out << "# " << r.table << " " << Fixed(r.paramsB, 1) << "B on " << r.plan.Gpus()
                 << " GPUs: "
                 << (r.run ? Fixed(r.simulatedTflops, 1) + " TFLOP/s/GPU (measured " +
