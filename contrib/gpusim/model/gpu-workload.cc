@@ -691,6 +691,10 @@ GpuWorkload::GetIterations() const
     std::vector<IterationRecord> out;
     for (const auto& ctx : m_contexts)
     {
+        if (ctx->GetMirrorOf() >= 0)
+        {
+            continue; // a mirror's iterations are its representative's
+        }
         std::map<std::string, std::pair<const MarkerRecord*, const MarkerRecord*>> spans;
         std::vector<std::string> order;
         for (const auto& m : ctx->GetMarkers())

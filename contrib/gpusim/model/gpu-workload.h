@@ -96,7 +96,8 @@ class GpuWorkload : public Object
     Ptr<NcclWorld> GetNcclWorld() const;
     const std::vector<CollectiveRecord>& GetCollectives() const;
     const std::vector<StreamActivity>& GetActivities() const;
-    /// Iterations per rank (ProfilerStep-style marker pairs; the whole run if none).
+    /// Iterations per rank (ProfilerStep-style marker pairs; the whole run if none); mirrored
+    /// ranks are left out (their iterations are their representative's).
     std::vector<IterationRecord> GetIterations() const;
 
     /// Metrics JSON (see doc/outputs.md).

@@ -3,6 +3,8 @@
 // running host threads and streams, and the class moves in lockstep with its slowest member.
 // Checked against the same jobs with every rank simulated (the second method), and on a
 // hand-built job whose mirror is slower than its representative.
+#include "cli-test-util.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -246,4 +248,31 @@ TEST(MirrorRanks, PeerCopiesKeepRanksOnTheirOwn)
     EXPECT_EQ(w->RepresentativeOf(1), 1u);
     w->Dispose();
     Simulator::Destroy();
+}
+
+TEST(MirrorRanks, CommandLineChoosesRanks)
+{
+    const std::vector<std::string> base = {"generate", "--model", "llama3-8b", "--tp", "8",
+                                           "--pp", "2", "--dp", "2", "--global-batch", "4",
+                                           "--preset", "dgx-h100", "--simulate"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return Cli(args);
+    };
+    const CliResult bad = with({"--ranks", "some"});
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_NE(bad.err.find("--ranks must be all or mirrored"), std::string::npos) << bad.err;
+    const CliResult mirrored = with({});
+    const CliResult all = with({"--ranks", "all"});
+    ASSERT_EQ(mirrored.code, 0) << mirrored.err;
+    ASSERT_EQ(all.code, 0) << all.err;
+    EXPECT_NE(mirrored.out.find("# 30 of 32 ranks mirrored"), std::string::npos) << mirrored.out;
+    EXPECT_EQ(all.out.find("mirrored their stage"), std::string::npos) << all.out;
+    auto iterationLine = [](const std::string& out) {
+        const size_t at = out.find("iteration time");
+        return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+    };
+    EXPECT_FALSE(iterationLine(all.out).empty()) << all.out;
+    EXPECT_EQ(iterationLine(mirrored.out), iterationLine(all.out));
 }

@@ -622,7 +622,7 @@ int
 SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels",
-                                     "kernel-table", "query-syncs"};
+                                     "kernel-table", "query-syncs", "ranks"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -635,7 +635,9 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "NCCL options as for 'collective']\n"
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
                    "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
-                   "       [--json FILE] [--trace FILE]\n"
+                   "       [--ranks all|mirrored] [--json FILE] [--trace FILE]\n"
+                   "  --ranks mirrored: ranks with identical op lists mirror the first of them\n"
+                   "  (lockstep, doc/flow-backend.md); default all\n"
                    "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n";
             return o.Has("help") ? 0 : 1;
         }
@@ -662,6 +664,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
         ConfigureNccl(o, helper);
         ConfigureWorkload(o, helper);
+        ConfigureRanks(o, helper, "all");
         // A live run's recording replays through the same op-feed path the live run took, so
         // the results are identical (doc/live-mode.md).
         const bool live = job->metadata.count("mode") && job->metadata.at("mode") == "live";

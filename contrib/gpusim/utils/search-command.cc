@@ -191,6 +191,7 @@ struct Worker
     pid_t pid = 0;
     int fd = -1;
     size_t position = 0; //!< in the bound order
+    std::chrono::steady_clock::time_point started;
 };
 
 Worker
@@ -253,7 +254,8 @@ RunWorkers(const Options& o,
            const ModelSpec& model,
            const SearchSettings& set,
            const std::vector<size_t>& order,
-           std::vector<PlanResult>& results)
+           std::vector<PlanResult>& results,
+           std::ostream* progress)
 {
     std::vector<double> bounds;
     for (size_t idx : order)
@@ -288,6 +290,7 @@ RunWorkers(const Options& o,
                (set.exhaustive || bounds[next] <= bestKnown))
         {
             Worker w = StartWorker(o, model, results[order[next]].plan, next);
+            w.started = std::chrono::steady_clock::now();
             running[w.pid] = w;
             ++next;
         }
@@ -307,6 +310,20 @@ RunWorkers(const Options& o,
         times[it->second.position] = r.status == PlanStatus::Simulated
                                          ? r.iterationUs
                                          : std::numeric_limits<double>::infinity();
+        if (progress)
+        {
+            // Wall times vary with the machine: progress goes to stderr, the table to stdout.
+            char line[160];
+            std::snprintf(line, sizeof(line), "# plan %zu (%s): %s, worker %.1f s\n",
+                          it->second.position + 1, DescribePlan(r.plan).c_str(),
+                          r.status == PlanStatus::Simulated
+                              ? (std::to_string(r.iterationUs / 1e3) + " ms").c_str()
+                              : "failed",
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        it->second.started)
+                              .count());
+            *progress << line << std::flush;
+        }
         running.erase(it);
     }
     uint32_t discarded = 0;
@@ -504,18 +521,19 @@ PrintSearchUsage(std::ostream& os)
           "         [--global-batch G] [--micro-batches 1,2,4] [--vpp 1[,2,...]]\n"
           "         [--sp off|on|both] [--recompute none,selective[,full]]\n"
           "         [--zero off|on|both] [--jobs N] [--exhaustive] [--top N]\n"
-          "         [--json FILE] [--svg FILE] [--dry-run]\n"
+          "         [--json FILE] [--svg FILE] [--dry-run] [--progress]\n"
           "  Plans: TP x PP x DP = the cluster's GPUs, TP within a server. Plans whose closed-form\n"
           "  peak memory exceeds the GPU's are dropped; the rest are simulated in bound order\n"
           "  until a lower bound exceeds the best time (--exhaustive: all), --jobs at a time\n"
           "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n"
           "  --dry-run: list the plans that fit, in bound order, without simulating.\n"
+          "  --progress: a line on stderr as each plan's simulation ends.\n"
           "  Each plan runs as 'gpusim generate' does: --fidelity flows --ranks mirrored by\n"
           "  default.\n";
 }
 
 int
-SearchMain(const Options& o, std::ostream& out)
+SearchMain(const Options& o, std::ostream& out, std::ostream* progress)
 {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.Has("model") == o.Has("model-file"))
@@ -593,7 +611,7 @@ SearchMain(const Options& o, std::ostream& out)
         out << DryRunTable(model, spec, results, order, oom, o.Count("top", 10));
         return 0;
     }
-    const uint32_t discarded = RunWorkers(o, model, set, order, results);
+    const uint32_t discarded = RunWorkers(o, model, set, order, results, progress);
     std::map<std::string, uint32_t> counts = {{"enumerated", results.size()}, {"oom", oom}};
     for (const PlanResult& r : results)
     {
@@ -644,7 +662,7 @@ SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(args, valued, {"help", "exhaustive", "dry-run"});
+        Options o(args, valued, {"help", "exhaustive", "dry-run", "progress"});
         if (o.Has("help"))
         {
             PrintSearchUsage(out);
@@ -654,7 +672,7 @@ SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         {
             throw UsageError("unexpected argument '" + o.Positional().front() + "'");
         }
-        return SearchMain(o, out);
+        return SearchMain(o, out, o.Has("progress") ? &err : nullptr);
     }
     catch (const UsageError& e)
     {
