@@ -430,6 +430,7 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.remaining = remaining;
     f.t0Ns = NowNs();
     f.rate = 0;
+    m_hot[slot].rate = 0;
     f.finishNs = std::numeric_limits<int64_t>::max();
     f.drainPos = kNotInHeap;
     f.active = true;
@@ -511,7 +512,7 @@ FlowBackend::Recompute()
     bool rescheduled = false;
     for (uint32_t slot : m_compFlows)
     {
-        if (m_hot[slot].newRate != m_flows[slot].rate)
+        if (m_hot[slot].newRate != m_hot[slot].rate)
         {
             SetRate(slot, m_hot[slot].newRate, nowNs);
             rescheduled = true;
@@ -631,7 +632,7 @@ FlowBackend::InitResidual()
             }
             else
             {
-                cap -= m_flows[slot].rate; // held
+                cap -= m_hot[slot].rate; // held
             }
         }
         m_capLeft[l] = cap;
@@ -653,7 +654,7 @@ FlowBackend::FindBrokenBottlenecks()
         {
             const FlowHot& h = m_hot[slot];
             const bool rerated = h.visitEpoch == m_epoch;
-            const double r = rerated ? h.newRate : m_flows[slot].rate;
+            const double r = rerated ? h.newRate : h.rate;
             load += r;
             fastest = std::max(fastest, r);
             if (rerated && h.bottleneck == l)
@@ -669,7 +670,7 @@ FlowBackend::FindBrokenBottlenecks()
             {
                 continue;
             }
-            const double r = m_flows[slot].rate;
+            const double r = h.rate;
             // A held flow bottlenecked here needs the link still full and nobody faster; a
             // re-rated flow bottlenecked here needs every held flow on it no faster than it.
             if ((h.bottleneck == l && (!saturated || r < fastest * (1 - kEps))) ||
@@ -688,6 +689,7 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     f.remaining = std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
     f.t0Ns = nowNs;
     f.rate = rate;
+    m_hot[slot].rate = rate;
     f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
     const DrainEntry e{f.finishNs, slot};
     if (f.drainPos == kNotInHeap)

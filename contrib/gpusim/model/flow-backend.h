@@ -127,6 +127,7 @@ class FlowBackend : public NetworkBackend
         uint32_t frozenEpoch = 0;        //!< water-filling mark
         uint32_t bottleneck = 0;         //!< link that fixed the current rate
         double newRate = 0;              //!< scratch for the recomputation
+        double rate = 0;                 //!< Flow::rate (read by incremental passes)
     };
 
     /// A drained transfer waiting out its latency.
