@@ -38,6 +38,39 @@ using namespace ns3;
 namespace
 {
 
+/// "1073741824", "64M", "1G" (binary K/M/G); exits with a message on anything else (a bare
+/// strtoull read "1G" as 1 byte).
+uint64_t
+ParseByteCount(const char* v)
+{
+    char* end = nullptr;
+    uint64_t n = std::strtoull(v, &end, 10);
+    if (end == v)
+    {
+        std::fprintf(stderr, "--allreduce-bytes: not a byte count: '%s'\n", v);
+        std::exit(2);
+    }
+    const std::string suffix(end);
+    if (suffix == "K" || suffix == "k")
+    {
+        n <<= 10;
+    }
+    else if (suffix == "M" || suffix == "m")
+    {
+        n <<= 20;
+    }
+    else if (suffix == "G" || suffix == "g")
+    {
+        n <<= 30;
+    }
+    else if (!suffix.empty())
+    {
+        std::fprintf(stderr, "--allreduce-bytes: unknown suffix in '%s' (K, M, G)\n", v);
+        std::exit(2);
+    }
+    return n;
+}
+
 constexpr uint32_t kTp = 8;
 constexpr uint32_t kPp = 16;
 constexpr uint32_t kLayersPerStage = 96 / kPp;
@@ -213,7 +246,7 @@ main(int argc, char** argv)
         }
         else if (const char* v = val("--allreduce-bytes="))
         {
-            allReduceBytes = std::strtoull(v, nullptr, 10);
+            allReduceBytes = ParseByteCount(v);
         }
         else
         {

@@ -48,6 +48,15 @@ FlowBackend::GetTypeId()
                           MakeBooleanAccessor(&FlowBackend::SetRecordRateHistory,
                                               &FlowBackend::GetRecordRateHistory),
                           MakeBooleanChecker())
+            .AddAttribute("IncrementalRates",
+                          "Re-rate only the flows on links whose flow set changed plus those "
+                          "whose max-min bottleneck condition the new rates break, holding "
+                          "the others' rates (false: re-rate the whole connected component, "
+                          "the algorithm before 2026-11). "
+                          "Same max-min rates up to floating-point rounding.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&FlowBackend::m_incremental),
+                          MakeBooleanChecker())
             .AddTraceSource("TransferStarted",
                             "StartTransfer was called (delivered time unset)",
                             MakeTraceSourceAccessor(&FlowBackend::m_startedTrace),
@@ -421,6 +430,7 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.remaining = remaining;
     f.t0Ns = NowNs();
     f.rate = 0;
+    m_hot[slot].rate = 0;
     f.finishNs = std::numeric_limits<int64_t>::max();
     f.drainPos = kNotInHeap;
     f.active = true;
@@ -440,7 +450,11 @@ FlowBackend::AddFlow(const TransferRecord& rec,
         double rate = std::numeric_limits<double>::infinity();
         for (uint32_t l : f.route)
         {
-            rate = std::min(rate, m_capacity[l]);
+            if (m_capacity[l] < rate)
+            {
+                rate = m_capacity[l];
+                m_hot[slot].bottleneck = l;
+            }
         }
         SetRate(slot, rate, f.t0Ns);
         ScheduleDrain();
@@ -475,11 +489,44 @@ FlowBackend::Recompute()
         std::fill(m_linkMark.begin(), m_linkMark.end(), 0);
         for (FlowHot& h : m_hot)
         {
-            h.visitEpoch = h.frozenEpoch = 0;
+            h.visitEpoch = 0;
         }
         m_epoch = 1;
     }
+    if (m_incremental)
+    {
+        RateIncrementally();
+    }
+    else
+    {
+        CollectComponent();
+        if (!m_compFlows.empty())
+        {
+            WaterFill();
+        }
+    }
+    NS_LOG_LOGIC("pass " << m_recomputes << " at " << nowNs << " ns: " << m_compFlows.size()
+                         << " flows on " << m_compLinks.size() << " links");
+    m_recomputeTrace(static_cast<uint32_t>(m_compFlows.size()),
+                     static_cast<uint32_t>(m_compLinks.size()));
+    bool rescheduled = false;
+    for (uint32_t slot : m_compFlows)
+    {
+        if (m_hot[slot].newRate != m_hot[slot].rate)
+        {
+            SetRate(slot, m_hot[slot].newRate, nowNs);
+            rescheduled = true;
+        }
+    }
+    if (rescheduled)
+    {
+        ScheduleDrain();
+    }
+}
 
+void
+FlowBackend::CollectComponent()
+{
     // Only flows connected (through shared links) to an arrival or departure can change rate:
     // collect that component starting from the links whose flow set changed.
     m_compLinks.clear();
@@ -497,47 +544,141 @@ FlowBackend::Recompute()
     {
         for (uint32_t slot : m_linkFlows[m_compLinks[i]])
         {
-            FlowHot& h = m_hot[slot];
+            if (m_hot[slot].visitEpoch != m_epoch)
+            {
+                AddToPass(slot);
+            }
+        }
+    }
+    // Every flow on these links is re-rated: the whole capacity is shared out.
+    for (uint32_t l : m_compLinks)
+    {
+        m_unfrozen[l] = static_cast<uint32_t>(m_linkFlows[l].size());
+        m_capLeft[l] = m_capacity[l];
+    }
+}
+
+inline void
+FlowBackend::AddToPass(uint32_t slot)
+{
+    FlowHot& h = m_hot[slot];
+    h.visitEpoch = m_epoch;
+    m_compFlows.push_back(slot);
+    for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
+    {
+        const uint32_t l = *r;
+        if (m_linkMark[l] != m_epoch)
+        {
+            m_linkMark[l] = m_epoch;
+            m_compLinks.push_back(l);
+        }
+    }
+}
+
+void
+FlowBackend::RateIncrementally()
+{
+    // Max-min fairness holds iff every flow has a bottleneck: a saturated link on which no
+    // flow is faster. Re-rate the flows on the changed links with the others' rates held
+    // (their rates taken off the capacities), then check the held flows whose bottleneck
+    // carries a re-rated flow; any whose condition broke joins the pass, which starts over.
+    // The set only grows, so this ends; it usually stays a few flows where a full pass
+    // would re-rate the whole connected component.
+    m_compLinks.clear();
+    m_compFlows.clear();
+    for (uint32_t l : m_seedLinks)
+    {
+        for (uint32_t slot : m_linkFlows[l])
+        {
+            if (m_hot[slot].visitEpoch != m_epoch)
+            {
+                AddToPass(slot);
+            }
+        }
+    }
+    m_seedLinks.clear();
+    while (!m_compFlows.empty())
+    {
+        InitResidual();
+        WaterFill();
+        m_grow.clear();
+        FindBrokenBottlenecks();
+        if (m_grow.empty())
+        {
+            return;
+        }
+        for (uint32_t slot : m_grow)
+        {
+            if (m_hot[slot].visitEpoch != m_epoch)
+            {
+                AddToPass(slot);
+            }
+        }
+    }
+}
+
+void
+FlowBackend::InitResidual()
+{
+    for (uint32_t l : m_compLinks)
+    {
+        double cap = m_capacity[l];
+        uint32_t n = 0;
+        for (uint32_t slot : m_linkFlows[l])
+        {
+            if (m_hot[slot].visitEpoch == m_epoch)
+            {
+                ++n;
+            }
+            else
+            {
+                cap -= m_hot[slot].rate; // held
+            }
+        }
+        m_capLeft[l] = cap;
+        m_unfrozen[l] = n;
+    }
+}
+
+void
+FlowBackend::FindBrokenBottlenecks()
+{
+    // Relative slack for rounding: rates re-rated against held ones differ in the last bits.
+    constexpr double kEps = 1e-9;
+    for (uint32_t l : m_compLinks)
+    {
+        double load = 0;
+        double fastest = 0;
+        double slowestBottlenecked = std::numeric_limits<double>::infinity();
+        for (uint32_t slot : m_linkFlows[l])
+        {
+            const FlowHot& h = m_hot[slot];
+            const bool rerated = h.visitEpoch == m_epoch;
+            const double r = rerated ? h.newRate : h.rate;
+            load += r;
+            fastest = std::max(fastest, r);
+            if (rerated && h.bottleneck == l)
+            {
+                slowestBottlenecked = std::min(slowestBottlenecked, r);
+            }
+        }
+        const bool saturated = load >= m_capacity[l] * (1 - kEps);
+        for (uint32_t slot : m_linkFlows[l])
+        {
+            const FlowHot& h = m_hot[slot];
             if (h.visitEpoch == m_epoch)
             {
                 continue;
             }
-            h.visitEpoch = m_epoch;
-            m_compFlows.push_back(slot);
-            for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
+            const double r = h.rate;
+            // A held flow bottlenecked here needs the link still full and nobody faster; a
+            // re-rated flow bottlenecked here needs every held flow on it no faster than it.
+            if ((h.bottleneck == l && (!saturated || r < fastest * (1 - kEps))) ||
+                r > slowestBottlenecked * (1 + kEps))
             {
-                const uint32_t l = *r;
-                if (m_linkMark[l] != m_epoch)
-                {
-                    m_linkMark[l] = m_epoch;
-                    m_compLinks.push_back(l);
-                }
+                m_grow.push_back(slot);
             }
         }
-    }
-    NS_LOG_LOGIC("pass " << m_recomputes << " at " << nowNs << " ns: " << m_compFlows.size()
-                         << " flows on " << m_compLinks.size() << " links");
-    m_recomputeTrace(static_cast<uint32_t>(m_compFlows.size()),
-                     static_cast<uint32_t>(m_compLinks.size()));
-    if (m_compFlows.empty())
-    {
-        return;
-    }
-
-    WaterFill();
-
-    bool rescheduled = false;
-    for (uint32_t slot : m_compFlows)
-    {
-        if (m_hot[slot].newRate != m_flows[slot].rate)
-        {
-            SetRate(slot, m_hot[slot].newRate, nowNs);
-            rescheduled = true;
-        }
-    }
-    if (rescheduled)
-    {
-        ScheduleDrain();
     }
 }
 
@@ -548,6 +689,7 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     f.remaining = std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
     f.t0Ns = nowNs;
     f.rate = rate;
+    m_hot[slot].rate = rate;
     f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
     const DrainEntry e{f.finishNs, slot};
     if (f.drainPos == kNotInHeap)
@@ -623,29 +765,45 @@ FlowBackend::WaterFill()
     // An indexed min-heap holds one entry per link with unrated flows (m_heapPos: where);
     // a link's key changes in place when a bottleneck step touches it and the link leaves the
     // heap once all its flows are rated: O((flows x hops + links) log links) per pass with a
-    // heap no larger than the component's links.
+    // heap no larger than the component's links. Flows outside the pass (visitEpoch) are
+    // held: the caller took their rates off m_capLeft and left them out of m_unfrozen.
+    if (++m_freezeEpoch == 0)
+    {
+        for (FlowHot& h : m_hot)
+        {
+            h.frozenEpoch = 0;
+        }
+        m_freezeEpoch = 1;
+    }
     if (m_compFlows.size() == 1)
     {
         // A flow alone on its links (e.g. an NVLink hop) simply gets its bottleneck.
-        Flow& f = m_flows[m_compFlows.front()];
+        FlowHot& h = m_hot[m_compFlows.front()];
         double rate = std::numeric_limits<double>::infinity();
-        for (uint32_t l : f.route)
+        for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
         {
-            rate = std::min(rate, m_capacity[l]);
+            const double left = std::max(0.0, m_capLeft[*r]);
+            if (left < rate)
+            {
+                rate = left;
+                h.bottleneck = *r;
+            }
         }
-        m_hot[m_compFlows.front()].newRate = rate;
+        h.newRate = rate;
         return;
     }
     m_heap.clear();
     for (uint32_t l : m_compLinks)
     {
-        const auto n = static_cast<uint32_t>(m_linkFlows[l].size());
-        m_unfrozen[l] = n;
-        m_capLeft[l] = m_capacity[l];
+        const uint32_t n = m_unfrozen[l];
         if (n > 0)
         {
             m_heapPos[l] = static_cast<uint32_t>(m_heap.size());
-            m_heap.push_back({m_capacity[l] / n, l});
+            m_heap.push_back({std::max(0.0, m_capLeft[l]) / n, l});
+        }
+        else
+        {
+            m_heapPos[l] = kNotInHeap;
         }
     }
     if (m_heap.size() > 1)
@@ -673,12 +831,13 @@ FlowBackend::WaterFill()
         for (uint32_t slot : m_linkFlows[e.link])
         {
             FlowHot& h = m_hot[slot];
-            if (h.frozenEpoch == m_epoch)
+            if (h.frozenEpoch == m_freezeEpoch || h.visitEpoch != m_epoch)
             {
-                continue;
+                continue; // rated already, or held
             }
-            h.frozenEpoch = m_epoch;
+            h.frozenEpoch = m_freezeEpoch;
             h.newRate = share;
+            h.bottleneck = e.link;
             for (const uint32_t* r = h.route; r != h.route + h.hops; ++r)
             {
                 const uint32_t l = *r;

@@ -125,7 +125,9 @@ class FlowBackend : public NetworkBackend
         uint32_t hops = 0;               //!< Flow::route size
         uint32_t visitEpoch = 0;         //!< component search mark
         uint32_t frozenEpoch = 0;        //!< water-filling mark
+        uint32_t bottleneck = 0;         //!< link that fixed the current rate
         double newRate = 0;              //!< scratch for the recomputation
+        double rate = 0;                 //!< Flow::rate (read by incremental passes)
     };
 
     /// A drained transfer waiting out its latency.
@@ -203,6 +205,19 @@ class FlowBackend : public NetworkBackend
                  DeliveredCallback done);
     void MarkDirty();
     void Recompute();
+    /// Full pass: the connected component of the seed links into m_compFlows/m_compLinks,
+    /// with m_capLeft / m_unfrozen set for water-filling it.
+    void CollectComponent();
+    /// Incremental pass: re-rates only the flows on the seed links plus those whose
+    /// bottleneck condition the new rates break, the others' rates held (IncrementalRates).
+    void RateIncrementally();
+    /// Adds an unrated flow to m_compFlows and its new links to m_compLinks.
+    void AddToPass(uint32_t slot);
+    /// Residual capacity and member count of every link in m_compLinks for m_compFlows.
+    void InitResidual();
+    /// Appends to m_grow the held flows whose max-min bottleneck condition no longer holds.
+    void FindBrokenBottlenecks();
+    /// Water-fills m_compFlows over m_compLinks from m_capLeft / m_unfrozen as prepared.
     void WaterFill();
     /// Water-filling heap order: smaller share first, ties by link id (reproducible runs).
     static bool ShareLess(const HeapEntry& a, const HeapEntry& b);
@@ -231,6 +246,8 @@ class FlowBackend : public NetworkBackend
     void SetRecordRateHistory(bool on);
     bool GetRecordRateHistory() const;
 
+    bool m_incremental = true;           //!< IncrementalRates attribute
+
     Ptr<ClusterTopology> m_topology;
     Ptr<FlowRateHistory> m_history;      //!< null: no recording
     std::vector<double> m_capacity;      //!< per directed link, bytes/s
@@ -253,6 +270,8 @@ class FlowBackend : public NetworkBackend
     std::vector<uint32_t> m_unfrozen;   //!< per link: flows without a rate yet
     std::vector<double> m_capLeft;      //!< per link: capacity not yet handed out
     std::vector<uint32_t> m_touched;    //!< links updated by one bottleneck step
+    std::vector<uint32_t> m_grow;       //!< held flows an incremental pass must re-rate
+    uint32_t m_freezeEpoch = 0;         //!< FlowHot::frozenEpoch of one WaterFill call
     std::vector<HeapEntry> m_heap;      //!< indexed min-heap of link fair shares (one per link)
     uint32_t m_epoch = 0;
     uint32_t m_touchEpoch = 0;
