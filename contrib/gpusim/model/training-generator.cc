@@ -912,6 +912,9 @@ RankGenerator::OptimizerStep()
 RankTrace
 RankGenerator::Build()
 {
+    // About 20 forward and 20 backward ops per layer and micro-batch (more with SP / MoE):
+    // reserving once spares the large list's repeated growth.
+    m_trace.ops.reserve(size_t(MicroBatches(m_m, m_p)) * (m_m.layers / m_p.pp + 2) * 48 + 4096);
     InitComms();
     for (int64_t s : {kCompute, kGradComm})
     {
