@@ -2,6 +2,7 @@
 // against hand-derived values (doc/generate.md).
 #include "cli-test-util.h"
 #include "test-temp-dir.h"
+#include "training-test-util.h"
 
 #include "ns3/cluster-spec.h"
 #include "ns3/llm-model.h"
@@ -18,41 +19,12 @@
 
 using namespace ns3;
 using namespace ns3::gpusim;
+using gpusim_test::DgxH100;
+using gpusim_test::Plan;
+using gpusim_test::TinyGpt;
 
 namespace
 {
-
-/// A small GPT (LayerNorm, GELU, biases, dropout, tied embeddings, learned positions).
-ModelSpec
-TinyGpt(uint32_t layers = 4)
-{
-    ModelSpec m;
-    m.name = "tiny-gpt";
-    m.layers = layers;
-    m.hidden = 256;
-    m.heads = 4;
-    m.kvHeads = 4;
-    m.ffn = 1024;
-    m.vocab = 1000;
-    m.seqLength = 128;
-    m.tiedEmbeddings = true;
-    m.learnedPositions = true;
-    m.biases = true;
-    m.dropout = true;
-    m.defaultGlobalBatch = 8;
-    return m;
-}
-
-TrainingPlan
-Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
-{
-    TrainingPlan p;
-    p.tp = tp;
-    p.pp = pp;
-    p.dp = dp;
-    p.globalBatch = globalBatch;
-    return p;
-}
 
 struct OpCounts
 {
@@ -92,14 +64,6 @@ Count(const JobTrace& job, uint32_t r)
         }
     }
     return c;
-}
-
-ClusterSpec
-DgxH100()
-{
-    ClusterSpec s;
-    EXPECT_TRUE(LookupClusterPreset("dgx-h100", s));
-    return s;
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // Checked against the same jobs with every rank simulated (the second method), and on a
 // hand-built job whose mirror is slower than its representative.
 #include "cli-test-util.h"
+#include "training-test-util.h"
 
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
@@ -22,46 +23,26 @@
 
 using namespace ns3;
 using namespace ns3::gpusim;
+using gpusim_test::DgxH100;
+using gpusim_test::Plan;
+using gpusim_test::TinyGpt;
 
 namespace
 {
 
-ClusterSpec
-DgxH100(uint32_t servers = 1)
-{
-    ClusterSpec s;
-    EXPECT_TRUE(LookupClusterPreset("dgx-h100", s));
-    s.servers = servers;
-    return s;
-}
-
+/// TinyGpt made 4x wider and longer, so GEMMs and collectives take microseconds to milliseconds.
 ModelSpec
 SmallGpt()
 {
-    ModelSpec m;
+    ModelSpec m = TinyGpt();
     m.name = "small-gpt";
-    m.layers = 4;
     m.hidden = 1024;
     m.heads = 8;
     m.kvHeads = 8;
     m.ffn = 4096;
     m.vocab = 8000;
     m.seqLength = 512;
-    m.tiedEmbeddings = true;
-    m.learnedPositions = true;
-    m.biases = true;
     return m;
-}
-
-TrainingPlan
-Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
-{
-    TrainingPlan p;
-    p.tp = tp;
-    p.pp = pp;
-    p.dp = dp;
-    p.globalBatch = globalBatch;
-    return p;
 }
 
 void

@@ -1,0 +1,57 @@
+// Models, plans and clusters the training-generator tests share (generate, mirrored ranks).
+#ifndef GPUSIM_TRAINING_TEST_UTIL_H
+#define GPUSIM_TRAINING_TEST_UTIL_H
+
+#include "ns3/cluster-spec.h"
+#include "ns3/llm-model.h"
+
+#include <gtest/gtest.h>
+
+namespace gpusim_test
+{
+
+/// A small GPT (LayerNorm, GELU, biases, dropout, tied embeddings, learned positions).
+inline ns3::gpusim::ModelSpec
+TinyGpt(uint32_t layers = 4)
+{
+    ns3::gpusim::ModelSpec m;
+    m.name = "tiny-gpt";
+    m.layers = layers;
+    m.hidden = 256;
+    m.heads = 4;
+    m.kvHeads = 4;
+    m.ffn = 1024;
+    m.vocab = 1000;
+    m.seqLength = 128;
+    m.tiedEmbeddings = true;
+    m.learnedPositions = true;
+    m.biases = true;
+    m.dropout = true;
+    m.defaultGlobalBatch = 8;
+    return m;
+}
+
+inline ns3::gpusim::TrainingPlan
+Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
+{
+    ns3::gpusim::TrainingPlan p;
+    p.tp = tp;
+    p.pp = pp;
+    p.dp = dp;
+    p.globalBatch = globalBatch;
+    return p;
+}
+
+/// The dgx-h100 preset, with `servers` servers (0: the spec's default).
+inline ns3::gpusim::ClusterSpec
+DgxH100(uint32_t servers = 0)
+{
+    ns3::gpusim::ClusterSpec s;
+    EXPECT_TRUE(ns3::gpusim::LookupClusterPreset("dgx-h100", s));
+    s.servers = servers > 0 ? servers : s.servers;
+    return s;
+}
+
+} // namespace gpusim_test
+
+#endif // GPUSIM_TRAINING_TEST_UTIL_H
