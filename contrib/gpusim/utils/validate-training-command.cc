@@ -1,5 +1,6 @@
 #include "ns3/validate-training-command.h"
 
+#include "ns3/boolean.h"
 #include "ns3/cli-options.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -263,6 +264,9 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     GpuWorkloadHelper helper;
     helper.SetBackend(backend);
     helper.SetCostModel("ns3::RooflineCostModel");
+    // GEMMs by the shape model (tile and wave quantization, GpuSpec::gemmTileEfficiency);
+    // a what-if GEMM efficiency puts every GEMM back at that one number.
+    helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(gemmEfficiency <= 0));
     if (gpu.gemmEfficiency > 0)
     {
         helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
@@ -410,8 +414,9 @@ PrintUsage(std::ostream& os)
           "  FILE: published training throughput rows, e.g.\n"
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
-          "  --gemm-efficiency E, --memory-efficiency E: what-if replacements of the GPU's\n"
-          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n";
+          "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
+          "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"
+          "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n";
 }
 
 } // namespace
