@@ -243,6 +243,7 @@ class RankGenerator
     void LayerBackward();
     void AttentionCore(bool backward);
     void UnfusedAttentionCore(bool backward);
+    void AccumulateGrads(double params);
     void Mlp(bool backward);
     void EmbeddingForward();
     void EmbeddingBackward();
@@ -593,6 +594,18 @@ RankGenerator::BiasDropoutAdd()
 }
 
 void
+RankGenerator::AccumulateGrads(double params)
+{
+    // Without gradient-accumulation fusion (Megatron-LM 2021 DDP hook): read each new weight
+    // gradient and its main_grad, write main_grad, once per micro-batch.
+    if (m_p.gradAccumFusion || params <= 0)
+    {
+        return;
+    }
+    Kernel("grad_accumulate", 0, params * (m_e + 2 * DataTypeSize(m_p.gradDtype)));
+}
+
+void
 RankGenerator::LayerForward()
 {
     const double h = m_m.hidden;
@@ -635,6 +648,8 @@ RankGenerator::LayerBackward()
     Gemm("qkv_bwd", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h, 2);
     TpForward(false);
     Norm(true);
+    // This rank's share of the layer (MoE: expert weights split over EP too, taken for all).
+    AccumulateGrads(LayerParams(m_m) / t / (m_m.experts > 0 ? m_p.ep : 1));
 }
 
 void
@@ -653,6 +668,9 @@ RankGenerator::EmbeddingBackward()
     TpRegather();
     // Read the gradient, read-modify-write the fp32 gradient rows of the looked-up tokens.
     Kernel("embedding_bwd", 0, m_e * m_tokens * m_m.hidden + 8.0 * m_tokens * m_m.hidden);
+    // Word embeddings (this rank's vocabulary slice; with tied embeddings and one stage, the
+    // logits' gradient is summed into the same parameter first) and learned positions.
+    AccumulateGrads((m_vocab / m_p.tp + (m_m.learnedPositions ? m_s : 0)) * m_m.hidden);
 }
 
 void
@@ -679,6 +697,10 @@ RankGenerator::HeadBackward()
     Gemm("logits_bwd", m_tokens, v, m_m.hidden, 2);
     TpForward(false);
     Norm(true);
+    if (!(m_m.tiedEmbeddings && m_p.pp == 1))
+    {
+        AccumulateGrads(v * m_m.hidden); // the output layer or the last stage's tied copy
+    }
 }
 
 bool

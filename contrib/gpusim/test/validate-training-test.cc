@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -130,15 +131,15 @@ TEST(ValidateTraining, SmallestPublishedRowsWithinBound)
 {
     // The two smallest rows of Table 1 (32 and 64 GPUs), both predictions: the A100's GEMMs by
     // the shape model (gpu-spec.cc, from a published matmul measurement), nothing fitted on the
-    // table. Bound: the errors reached (+13.7 % and +11.4 % when written) with margin.
+    // table. Bound: the errors reached (+10.3 % and +8.0 % when written) with margin.
     auto rows = ReadTrainingValidation(kTable, "narayanan2021-table1");
     ASSERT_GE(rows.size(), 2u);
     RunTrainingValidationRow(rows[0]);
     RunTrainingValidationRow(rows[1]);
     ASSERT_TRUE(rows[0].run) << rows[0].note;
     ASSERT_TRUE(rows[1].run) << rows[1].note;
-    EXPECT_LT(std::fabs(rows[0].errorPct), 15.0) << rows[0].simulatedTflops;
-    EXPECT_LT(std::fabs(rows[1].errorPct), 13.0) << rows[1].simulatedTflops;
+    EXPECT_LT(std::fabs(rows[0].errorPct), 12.0) << rows[0].simulatedTflops;
+    EXPECT_LT(std::fabs(rows[1].errorPct), 10.0) << rows[1].simulatedTflops;
     // The shape model reaches the simulation: every GEMM at the A100's best measured
     // efficiency (271.2 / 312 = 0.869, the flat what-if) runs faster than with tile and wave
     // quantization (0.59 - 0.88 for this row's GEMMs, doc/validation.md).
@@ -190,4 +191,33 @@ TEST(ValidateTraining, UnfusedAttentionIsMegatronsKernelSequence)
     const double tsh = 2048.0 * 2048 * 256 / 2;
     EXPECT_DOUBLE_EQ(flops("attention_scores") + flops("attention_values"), 4 * tsh);
     EXPECT_DOUBLE_EQ(flops("attention_values_bwd") + flops("attention_scores_bwd"), 8 * tsh);
+}
+
+TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
+{
+    // Megatron-LM 2021 DDP: each micro-batch's weight gradients are added into main_grad (fp16
+    // here): 2 + 2 x 2 = 6 B per local parameter. h 256, FFN 4h, biases, 2 LayerNorms: a layer
+    // has 12 h^2 + 13 h = 789760 parameters, 394880 per TP rank (TP 2): 2369280 B. Embeddings:
+    // (51200 / 2 + 2048 positions) x 256 = 7077888 parameters, 42467328 B; tied embeddings on
+    // one stage: no separate output-layer add. 2 layers x 2 micro-batches + 2 embedding adds.
+    const ModelSpec m = MegatronGptModel(2, 256, 4);
+    TrainingPlan p = MegatronPlan(m, 2, 1, 2, 2, false);
+    EXPECT_FALSE(p.gradAccumFusion);
+    std::vector<double> adds;
+    for (const Op& op : GenerateTraining(m, p, false).job->ranks[0].ops)
+    {
+        if (op.name == "grad_accumulate")
+        {
+            adds.push_back(op.memBytes);
+        }
+    }
+    std::sort(adds.begin(), adds.end());
+    EXPECT_EQ(adds, (std::vector<double>{2369280, 2369280, 2369280, 2369280, 42467328,
+                                         42467328}));
+    // With the fusion (the generator's default, later Megatron-LM) there is no separate add.
+    p.gradAccumFusion = true;
+    for (const Op& op : GenerateTraining(m, p, false).job->ranks[0].ops)
+    {
+        EXPECT_NE(op.name, "grad_accumulate");
+    }
 }

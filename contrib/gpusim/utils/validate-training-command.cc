@@ -140,6 +140,7 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
     p.distributedOptimizer = false;
     p.overlapGradReduce = false;   // 2021 DDP: all-reduce after the backward
     p.gradDtype = DataType::F16;   // fp16 main grads (no --accumulate-allreduce-grads-in-fp32)
+    p.gradAccumFusion = false;     // 2021 DDP hook adds each micro-batch's gradients
     if (interleaved && pp > 1 && m.layers % pp == 0)
     {
         const uint32_t perStage = m.layers / pp;
