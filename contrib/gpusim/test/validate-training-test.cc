@@ -204,7 +204,8 @@ TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
     TrainingPlan p = MegatronPlan(m, 2, 1, 2, 2, false);
     EXPECT_FALSE(p.gradAccumFusion);
     std::vector<double> adds;
-    for (const Op& op : GenerateTraining(m, p, false).job->ranks[0].ops)
+    const GeneratedTraining g = GenerateTraining(m, p, false);
+    for (const Op& op : g.job->ranks[0].ops)
     {
         if (op.name == "grad_accumulate")
         {
@@ -216,7 +217,8 @@ TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
                                          42467328}));
     // With the fusion (the generator's default, later Megatron-LM) there is no separate add.
     p.gradAccumFusion = true;
-    for (const Op& op : GenerateTraining(m, p, false).job->ranks[0].ops)
+    const GeneratedTraining fused = GenerateTraining(m, p, false);
+    for (const Op& op : fused.job->ranks[0].ops)
     {
         EXPECT_NE(op.name, "grad_accumulate");
     }
