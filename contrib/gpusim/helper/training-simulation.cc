@@ -7,6 +7,7 @@
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -161,7 +162,8 @@ CollectResults(const GeneratedTraining& g,
     r.stages.assign(p.pp, StageReport());
     for (uint32_t rank = 0; rank < w->GetNRanks(); ++rank)
     {
-        Ptr<CudaContext> ctx = w->GetContext(rank);
+        // A mirrored rank ran its representative's ops: its memory and window are the rep's.
+        Ptr<CudaContext> ctx = w->GetContext(w->RepresentativeOf(rank));
         const uint32_t stage = PositionOf(p, rank).stage;
         StageReport& s = r.stages[stage];
         s.stage = stage;
@@ -192,6 +194,11 @@ CollectResults(const GeneratedTraining& g,
             collectors[stage].Breakdown(lo, hi, s);
         }
     }
+    const GpuWorkload::MirrorSummary mirrors = w->GetMirrorSummary();
+    r.mirroredRanks = mirrors.mirrored;
+    r.mirroredLaunches = mirrors.launches;
+    r.mirrorDiverged = mirrors.diverged;
+    r.mirrorMaxDivergenceUs = mirrors.maxDivergence.GetNanoSeconds() / 1e3;
     if (r.iterationUs > 0)
     {
         const double seconds = r.iterationUs * 1e-6;
@@ -228,6 +235,7 @@ SimulateTraining(const GeneratedTraining& g,
     if (!keep)
     {
         helper.SetWorkloadAttribute("RecordActivities", BooleanValue(false));
+        helper.SetWorkloadAttribute("RecordCollectives", BooleanValue(false));
     }
     Ptr<GpuWorkload> w = helper.Install(g.job, gpus);
     std::vector<ActivityCollector> collectors(g.plan.pp);
@@ -255,8 +263,22 @@ SimulateTraining(const GeneratedTraining& g,
     return r;
 }
 
+void
+ConfigureTrainingSpeed(GpuWorkloadHelper& helper, const TrainingSpeed& speed)
+{
+    if (speed.fidelity != "chunk" && speed.fidelity != "collective" && speed.fidelity != "flows")
+    {
+        throw std::invalid_argument("fidelity '" + speed.fidelity +
+                                    "' (chunk, collective or flows)");
+    }
+    helper.SetNcclAttribute("Fidelity",
+                            StringValue(speed.fidelity == "chunk" ? "chunk" : "collective"));
+    helper.SetNcclAttribute("RingFlows", BooleanValue(speed.fidelity == "flows"));
+    helper.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(speed.mirrorRanks));
+}
+
 TrainingReport
-SimulateTraining(const GeneratedTraining& g, ClusterSpec spec)
+SimulateTraining(const GeneratedTraining& g, ClusterSpec spec, const TrainingSpeed& speed)
 {
     spec.servers = std::max(spec.servers, (g.plan.Gpus() + spec.gpusPerServer - 1) /
                                               spec.gpusPerServer);
@@ -267,6 +289,7 @@ SimulateTraining(const GeneratedTraining& g, ClusterSpec spec)
     backend->SetTopology(cluster.GetTopology());
     GpuWorkloadHelper helper;
     helper.SetBackend(backend);
+    ConfigureTrainingSpeed(helper, speed);
     TrainingReport r;
     try
     {
@@ -325,6 +348,17 @@ FormatTrainingReport(const TrainingReport& r)
                       s.peakMemoryBytes / gib);
         os << line;
     }
+    if (r.mirroredRanks > 0)
+    {
+        std::snprintf(line, sizeof(line),
+                      "# %u of %u ranks mirrored their stage's representative; %llu of %llu "
+                      "mirrored collective launches ended off the representative's instant "
+                      "(by up to %.3f us)\n",
+                      r.mirroredRanks, r.gpus, static_cast<unsigned long long>(r.mirrorDiverged),
+                      static_cast<unsigned long long>(r.mirroredLaunches),
+                      r.mirrorMaxDivergenceUs);
+        os << line;
+    }
     for (const std::string& e : r.errors)
     {
         os << "device error: " << e << "\n";
@@ -361,6 +395,10 @@ TrainingReportJson(const TrainingReport& r)
         w.Uint(b);
     }
     w.EndArray();
+    w.Key("mirrored_ranks").Uint(r.mirroredRanks);
+    w.Key("mirrored_launches").Uint(r.mirroredLaunches);
+    w.Key("mirror_diverged").Uint(r.mirrorDiverged);
+    w.Key("mirror_max_divergence_us").Double(r.mirrorMaxDivergenceUs);
     w.Key("stages").BeginArray();
     for (const StageReport& s : r.stages)
     {

@@ -63,6 +63,12 @@ struct TrainingReport
     uint64_t opsTotal = 0;        //!< ops over all ranks
     uint32_t opLists = 0;         //!< distinct op lists in memory (ranks of a stage share one)
     std::vector<StageReport> stages;
+    // Mirrored ranks (GpuWorkload MirrorIdenticalRanks): how many, and how far their
+    // collectives' completions fell from their representatives' (0: the mirrors were exact).
+    uint32_t mirroredRanks = 0;
+    uint64_t mirroredLaunches = 0;
+    uint64_t mirrorDiverged = 0;
+    double mirrorMaxDivergenceUs = 0;
 };
 
 /// Installs the job on `gpus` with `helper` (backend, NCCL and cost model set by the caller),
@@ -74,9 +80,21 @@ TrainingReport SimulateTraining(const GeneratedTraining& g,
                                 const NodeContainer& gpus,
                                 Ptr<GpuWorkload>* keep = nullptr);
 
+/// How much of the job SimulateTraining(g, spec, speed) simulates in detail. The defaults
+/// are the fast path `gpusim generate` uses; {"chunk", false} is the detailed model.
+struct TrainingSpeed
+{
+    std::string fidelity = "flows"; //!< chunk | collective | flows (NcclWorld Fidelity)
+    bool mirrorRanks = true;        //!< the ranks of a stage mirror its first rank
+};
+
 /// Builds the cluster (enough servers for the plan if spec.servers is too small), a flow
 /// backend and the default cost model, simulates and destroys the simulator.
-TrainingReport SimulateTraining(const GeneratedTraining& g, ClusterSpec spec);
+TrainingReport SimulateTraining(const GeneratedTraining& g,
+                                ClusterSpec spec,
+                                const TrainingSpeed& speed = TrainingSpeed());
+/// Sets the fidelity and mirroring of `speed` on a helper.
+void ConfigureTrainingSpeed(GpuWorkloadHelper& helper, const TrainingSpeed& speed);
 
 /// Human-readable report (the lines `gpusim generate --simulate` prints).
 std::string FormatTrainingReport(const TrainingReport& r);

@@ -6,6 +6,7 @@
 #include "ns3/op-feed.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -498,6 +499,8 @@ CudaContext::DoDispose()
     m_threads.clear();
     m_streams.clear();
     m_comms.clear();
+    m_mirrors.clear();
+    m_mirrorComms.clear();
     m_peerWorld = nullptr;
     m_gpuOfRank = nullptr;
     m_events.clear();
@@ -801,7 +804,183 @@ CudaContext::GetCommunicator(const std::string& comm) const
 }
 
 void
+CudaContext::AddMirror(Ptr<CudaContext> mirror)
+{
+    mirror->m_mirrorOf = static_cast<int32_t>(m_rank);
+    m_mirrors.push_back(mirror);
+}
+
+int32_t
+CudaContext::GetMirrorOf() const
+{
+    return m_mirrorOf;
+}
+
+const CudaContext::MirrorStats&
+CudaContext::GetMirrorStats() const
+{
+    return m_mirrorStats;
+}
+
+void
 CudaContext::LaunchCollective(const std::vector<const Op*>& ops, std::function<void()> done)
+{
+    if (!m_mirrors.empty())
+    {
+        LaunchMirrored(ops, std::move(done));
+        return;
+    }
+    LaunchOwn(ops, std::move(done));
+}
+
+const CudaContext::MirrorComm&
+CudaContext::MirrorCommFor(const std::string& comm)
+{
+    auto [it, fresh] = m_mirrorComms.try_emplace(comm);
+    if (fresh)
+    {
+        for (uint32_t i = 0; i < m_mirrors.size(); ++i)
+        {
+            const Ptr<CudaContext>& m = m_mirrors[i];
+            if (m->m_twinComms.count(comm))
+            {
+                it->second.twinGpus.push_back(m->m_node->GetGpuIndex());
+            }
+            else
+            {
+                it->second.launch.push_back(i);
+            }
+        }
+    }
+    return it->second;
+}
+
+void
+CudaContext::LaunchMirrored(const std::vector<const Op*>& ops, std::function<void()> done)
+{
+    // The ranks of a class move in lockstep: the launch completes for the representative (and
+    // so for the class) when it has completed on the representative and on every mirror. The
+    // full run couples them the same way wherever they meet in a collective (a TP group waits
+    // for its slowest member), so the slowest member sets the pace; the gap between the
+    // representative's own completion and the last one is recorded.
+    //
+    // A mirror whose communicator is a private twin of the representative's (SetTwinComms)
+    // does not launch it: an isomorphic group on links nobody else uses, joined at the same
+    // instant, ends at the same instant as the representative's. It still counts as an open
+    // collective on its GPU until then (RingFlows asks whether a GPU has one open).
+    struct Watch
+    {
+        size_t outstanding = 0;
+        Time rep;
+        Time lo;
+        Time hi;
+        std::vector<uint32_t> openTwins; //!< GPUs counted open for skipped twin launches
+        std::function<void()> done;
+    };
+    auto watch = std::make_shared<Watch>();
+    watch->done = std::move(done);
+    watch->lo = Time::Max();
+    watch->hi = Time::Min();
+    std::vector<std::pair<uint32_t, std::vector<const Op*>>> launches; // mirror -> its ops
+    bool oneComm = true;
+    for (const Op* op : ops)
+    {
+        oneComm = oneComm && op->comm == ops.front()->comm;
+    }
+    if (oneComm)
+    {
+        const MirrorComm& mc = MirrorCommFor(ops.front()->comm);
+        for (uint32_t i : mc.launch)
+        {
+            launches.emplace_back(i, ops);
+        }
+        if (m_peerWorld && m_peerWorld->IsCollectiveFidelity() &&
+            ops.front()->coll != gpusim::CollKind::Send &&
+            ops.front()->coll != gpusim::CollKind::Recv)
+        {
+            for (uint32_t gpu : mc.twinGpus)
+            {
+                for (size_t k = 0; k < ops.size(); ++k)
+                {
+                    watch->openTwins.push_back(gpu);
+                }
+            }
+        }
+    }
+    else
+    {
+        for (uint32_t i = 0; i < m_mirrors.size(); ++i)
+        {
+            std::vector<const Op*> own;
+            for (const Op* op : ops)
+            {
+                if (!m_mirrors[i]->m_twinComms.count(op->comm))
+                {
+                    own.push_back(op);
+                }
+            }
+            if (!own.empty())
+            {
+                launches.emplace_back(i, std::move(own));
+            }
+        }
+    }
+    for (uint32_t gpu : watch->openTwins)
+    {
+        m_peerWorld->CountOpen(gpu, +1);
+    }
+    watch->outstanding = 1 + launches.size();
+    const uint32_t mirrors = m_mirrors.size();
+    auto settle = [this, watch, mirrors]() {
+        if (--watch->outstanding > 0)
+        {
+            return;
+        }
+        for (uint32_t gpu : watch->openTwins)
+        {
+            m_peerWorld->CountOpen(gpu, -1);
+        }
+        m_mirrorStats.launches += mirrors;
+        if (watch->hi >= watch->lo) // some mirror launched
+        {
+            const Time off = std::max(watch->hi - watch->rep, watch->rep - watch->lo);
+            if (off.IsStrictlyPositive())
+            {
+                ++m_mirrorStats.diverged;
+                m_mirrorStats.maxDivergence = std::max(m_mirrorStats.maxDivergence, off);
+            }
+        }
+        watch->done();
+    };
+    for (auto& [i, own] : launches)
+    {
+        m_mirrors[i]->LaunchOwn(own, [watch, settle]() {
+            const Time now = Simulator::Now();
+            watch->lo = std::min(watch->lo, now);
+            watch->hi = std::max(watch->hi, now);
+            settle();
+        });
+    }
+    LaunchOwn(ops, [watch, settle]() {
+        watch->rep = Simulator::Now();
+        settle();
+    });
+}
+
+const std::map<std::string, Ptr<NcclCollective>>&
+CudaContext::GetCommunicators() const
+{
+    return m_comms;
+}
+
+void
+CudaContext::SetTwinComms(std::set<std::string> comms)
+{
+    m_twinComms = std::move(comms);
+}
+
+void
+CudaContext::LaunchOwn(const std::vector<const Op*>& ops, std::function<void()> done)
 {
     auto remaining = std::make_shared<size_t>(ops.size());
     auto partDone = [remaining, done]() {

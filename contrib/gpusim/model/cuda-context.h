@@ -156,8 +156,34 @@ class CudaContext : public Object
     // NCCL.
     void AddCommunicator(const std::string& comm, Ptr<NcclCollective> app);
     Ptr<NcclCollective> GetCommunicator(const std::string& comm) const;
+    /// This rank's communicators by the names its op list uses.
+    const std::map<std::string, Ptr<NcclCollective>>& GetCommunicators() const;
     /// Launches one NCCL item (single op or group); done() runs when all parts finished.
+    /// A representative also launches it on each of its mirrors (below), at the same instant.
     void LaunchCollective(const std::vector<const gpusim::Op*>& ops, std::function<void()> done);
+
+    // Mirrored ranks (GpuWorkload MirrorIdenticalRanks, doc/flow-backend.md): a rank that runs
+    // the same op list as a representative issues the same ops at the same instants as long as
+    // its collectives end when the representative's do. A mirror therefore runs no host threads
+    // or streams of its own; it launches each collective its representative launches, on its
+    // own communicators, so the network still carries its traffic, and its completions are
+    // compared with the representative's (MirrorStats) to show where that assumption fails.
+    /// Makes `mirror` launch every collective this rank launches.
+    void AddMirror(Ptr<CudaContext> mirror);
+    /// The representative this rank mirrors (-1: it runs its own ops).
+    int32_t GetMirrorOf() const;
+    /// How far mirrors' collective completions fell from their representative's.
+    struct MirrorStats
+    {
+        uint64_t launches = 0;     //!< collective launches mirrored (per mirror)
+        uint64_t diverged = 0;     //!< of those, completed at another instant than the rep's
+        Time maxDivergence;        //!< largest |mirror completion - representative completion|
+    };
+    const MirrorStats& GetMirrorStats() const;
+    /// Mirror side: communicators (by the shared list's names) that are private twins of the
+    /// representative's (same shape on links no other communicator uses; GpuWorkload decides):
+    /// their launches are skipped, their completion is the representative's.
+    void SetTwinComms(std::set<std::string> comms);
 
     // Peer-to-peer copies (memcpy kind p2p naming src_rank and dst_rank) are transfers on the
     // network backend between the two ranks' GPUs, like a collective's steps.
@@ -185,6 +211,18 @@ class CudaContext : public Object
     void DoDispose() override;
 
   private:
+    /// Launches the item on this rank's own communicators only.
+    void LaunchOwn(const std::vector<const gpusim::Op*>& ops, std::function<void()> done);
+    /// Representative side of LaunchCollective: the item on this rank and its mirrors.
+    void LaunchMirrored(const std::vector<const gpusim::Op*>& ops, std::function<void()> done);
+    /// Which mirrors launch a communicator's collectives, and the GPUs of those that skip them.
+    struct MirrorComm
+    {
+        std::vector<uint32_t> launch;   //!< indexes into m_mirrors
+        std::vector<uint32_t> twinGpus; //!< GPUs of mirrors whose communicator is a twin
+    };
+    const MirrorComm& MirrorCommFor(const std::string& comm);
+
     struct EventState
     {
         uint64_t issued = 0;
@@ -208,6 +246,11 @@ class CudaContext : public Object
     std::vector<Ptr<HostThread>> m_threads;
     std::vector<MarkerRecord> m_markers;
     CommInitHandler m_commInitHandler;
+    std::vector<Ptr<CudaContext>> m_mirrors; //!< ranks launching this rank's collectives
+    int32_t m_mirrorOf = -1;
+    std::set<std::string> m_twinComms;                 //!< mirror: launches it skips
+    std::map<std::string, MirrorComm> m_mirrorComms;   //!< representative: by list comm name
+    MirrorStats m_mirrorStats;
 };
 
 } // namespace ns3

@@ -1,6 +1,7 @@
 #include "ns3/gpu-workload.h"
 
 #include "ns3/boolean.h"
+#include "ns3/cluster-topology.h"
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
 #include "ns3/object-factory.h"
@@ -128,6 +129,18 @@ GpuWorkload::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&GpuWorkload::m_recordActivities),
                           MakeBooleanChecker())
+            .AddAttribute("RecordCollectives",
+                          "Keep every collective's record (metrics, traces)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&GpuWorkload::m_recordCollectives),
+                          MakeBooleanChecker())
+            .AddAttribute("MirrorIdenticalRanks",
+                          "Ranks sharing another rank's op list (RankTrace::opsFrom) run as its "
+                          "mirrors: no host threads or streams of their own, their collectives "
+                          "launched with the representative's (doc/flow-backend.md)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&GpuWorkload::m_mirrorRanks),
+                          MakeBooleanChecker())
             .AddAttribute("RecordTransfers",
                           "Keep network transfers for the Chrome trace",
                           BooleanValue(false),
@@ -197,7 +210,10 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             throw std::runtime_error("rank " + std::to_string(r) + " shares the ops of rank " +
                                      std::to_string(from) + ", which has none of its own");
         }
-        ctx->Load(m_job->ranks[from >= 0 ? from : r]);
+        if (from < 0 || !Mirrorable(m_job->ranks[from]))
+        {
+            ctx->Load(m_job->ranks[from >= 0 ? from : r]);
+        }
         // A sharing rank's comm_init lines pair up, in order, with the shared list's: the
         // list's collectives name the list's communicators (which may differ from this rank's).
         std::vector<const std::string*> listComms;
@@ -227,6 +243,18 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             ++inits;
         }
         m_contexts.push_back(ctx);
+    }
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        const int32_t from = m_job->ranks[r].opsFrom;
+        if (from >= 0 && Mirrorable(m_job->ranks[from]))
+        {
+            m_contexts[from]->AddMirror(m_contexts[r]);
+        }
+    }
+    if (m_mirrorRanks)
+    {
+        AssignTwinComms();
     }
     for (uint32_t r = 0; r < n; ++r)
     {
@@ -408,7 +436,144 @@ GpuWorkload::OnActivity(const StreamActivity& a)
 void
 GpuWorkload::OnCollective(const CollectiveRecord& r)
 {
-    m_collectives.push_back(r);
+    if (m_recordCollectives)
+    {
+        m_collectives.push_back(r);
+    }
+}
+
+bool
+GpuWorkload::Mirrorable(const gpusim::RankTrace& list) const
+{
+    if (!m_mirrorRanks)
+    {
+        return false;
+    }
+    // Peer copies name absolute ranks (src_rank, dst_rank): a mirror cannot re-target them.
+    for (const Op& op : list.ops)
+    {
+        if (op.kind == OpKind::Memcpy && op.copyKind == gpusim::MemcpyKind::PeerToPeer &&
+            (op.srcRank >= 0 || op.dstRank >= 0))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+GpuWorkload::AssignTwinComms()
+{
+    Ptr<ClusterTopology> topo = m_world->GetTopology();
+    if (!topo)
+    {
+        return;
+    }
+    // Communicators using each GPU's NVLink ports: those with another member on its server.
+    std::map<uint32_t, uint32_t> nvlinkUsers;
+    for (const auto& [name, c] : m_world->GetCommunicators())
+    {
+        std::map<uint32_t, std::vector<uint32_t>> byServer;
+        for (uint32_t gpu : c->Gpus())
+        {
+            byServer[topo->ServerOf(gpu)].push_back(gpu);
+        }
+        for (const auto& [server, members] : byServer)
+        {
+            for (uint32_t gpu : members)
+            {
+                nvlinkUsers[gpu] += members.size() >= 2 ? 1 : 0;
+            }
+        }
+    }
+    // One server, and no other communicator on its members' NVLink ports: its traffic stays
+    // on links nothing else uses.
+    auto isPrivate = [&](const Communicator& c) {
+        if (c.GetNRanks() < 2 || c.NumServers() != 1)
+        {
+            return false;
+        }
+        for (uint32_t gpu : c.Gpus())
+        {
+            if (nvlinkUsers[gpu] != 1)
+            {
+                return false;
+            }
+        }
+        return true;
+    };
+    std::map<uint32_t, uint32_t> rankOfGpu;
+    for (uint32_t r = 0; r < m_contexts.size(); ++r)
+    {
+        rankOfGpu[m_contexts[r]->GetNode()->GetGpuIndex()] = r;
+    }
+    for (uint32_t r = 0; r < m_contexts.size(); ++r)
+    {
+        const int32_t rep = m_contexts[r]->GetMirrorOf();
+        if (rep < 0)
+        {
+            continue;
+        }
+        std::set<std::string> twins;
+        for (const auto& [name, repApp] : m_contexts[rep]->GetCommunicators())
+        {
+            Ptr<NcclCollective> mine = m_contexts[r]->GetCommunicator(name);
+            if (!mine)
+            {
+                continue;
+            }
+            const Communicator& cm = *mine->GetCommunicator();
+            const Communicator& cr = *repApp->GetCommunicator();
+            if (&cm == &cr || cm.GetNRanks() != cr.GetNRanks() || !isPrivate(cm) ||
+                !isPrivate(cr))
+            {
+                continue;
+            }
+            bool same = true; // the same local GPUs in comm-rank order (an isomorphic group)
+            for (uint32_t k = 0; k < cm.GetNRanks() && same; ++k)
+            {
+                same = topo->LocalIndex(cm.GpuOf(k)) == topo->LocalIndex(cr.GpuOf(k));
+            }
+            // The twin's completion stands for that of the member with the same comm rank in
+            // the representative's group, which must be in the lockstep (the rep or a mirror
+            // of it launching there).
+            const uint32_t counterpart = rankOfGpu[cr.GpuOf(mine->GetCommRank())];
+            const bool inClass = counterpart == static_cast<uint32_t>(rep) ||
+                                 m_contexts[counterpart]->GetMirrorOf() == rep;
+            if (same && inClass)
+            {
+                twins.insert(name);
+            }
+        }
+        m_contexts[r]->SetTwinComms(std::move(twins));
+    }
+}
+
+uint32_t
+GpuWorkload::RepresentativeOf(uint32_t rank) const
+{
+    const int32_t rep = m_contexts.at(rank)->GetMirrorOf();
+    return rep >= 0 ? static_cast<uint32_t>(rep) : rank;
+}
+
+GpuWorkload::MirrorSummary
+GpuWorkload::GetMirrorSummary() const
+{
+    MirrorSummary m;
+    for (const auto& ctx : m_contexts)
+    {
+        if (ctx->GetMirrorOf() >= 0)
+        {
+            ++m.mirrored;
+            continue;
+        }
+        ++m.representatives;
+        const CudaContext::MirrorStats& s = ctx->GetMirrorStats();
+        m.launches += s.launches;
+        m.diverged += s.diverged;
+        m.maxDivergence = std::max(m.maxDivergence, s.maxDivergence);
+    }
+    return m;
 }
 
 void

@@ -80,6 +80,19 @@ class GpuWorkload : public Object
 
     uint32_t GetNRanks() const;
     Ptr<CudaContext> GetContext(uint32_t rank) const;
+    /// The rank whose ops `rank` runs: itself, or its representative when it is mirrored.
+    uint32_t RepresentativeOf(uint32_t rank) const;
+    /// Mirrored ranks (MirrorIdenticalRanks), and how far their collectives' completions fell
+    /// from their representatives' (all zero when nothing is mirrored).
+    struct MirrorSummary
+    {
+        uint32_t mirrored = 0;       //!< ranks that ran as mirrors
+        uint32_t representatives = 0; //!< ranks that ran their ops
+        uint64_t launches = 0;
+        uint64_t diverged = 0;
+        Time maxDivergence;
+    };
+    MirrorSummary GetMirrorSummary() const;
     Ptr<NcclWorld> GetNcclWorld() const;
     const std::vector<CollectiveRecord>& GetCollectives() const;
     const std::vector<StreamActivity>& GetActivities() const;
@@ -101,6 +114,12 @@ class GpuWorkload : public Object
   private:
     void OnActivity(const StreamActivity& a);
     void OnCollective(const CollectiveRecord& r);
+    /// Mirroring is on and ranks sharing `list` can mirror its owner.
+    bool Mirrorable(const gpusim::RankTrace& list) const;
+    /// Tells each mirror which of its communicators are private twins of its representative's
+    /// (CudaContext::SetTwinComms): one server, nothing else on those GPUs' NVLink ports, the
+    /// same local GPUs in comm-rank order.
+    void AssignTwinComms();
     void OnTransfer(const TransferRecord& r);
     void Breakdown(uint32_t rank, IterationRecord& it) const;
     Ptr<CudaContext> MakeContext(const NodeContainer& gpus,
@@ -128,6 +147,8 @@ class GpuWorkload : public Object
     std::vector<CollectiveRecord> m_collectives;
     std::vector<TransferRecord> m_transfers;
     bool m_recordActivities;
+    bool m_recordCollectives;
+    bool m_mirrorRanks;
     bool m_recordTransfers;
     uint32_t m_maxTransfers;
 };

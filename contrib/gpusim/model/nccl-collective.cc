@@ -240,7 +240,7 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
             auto [mit, fresh] = m_memo.try_emplace(key);
             if (fresh)
             {
-                mit->second.plan = m_world->Plan(op->coll, op->bytes, *this);
+                mit->second.plan = PlanFor(op->coll, op->bytes);
             }
             inst.memo = &mit->second;
             inst.op = op;
@@ -249,7 +249,7 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
         }
         else
         {
-            rec.plan = m_world->Plan(op->coll, op->bytes, *this);
+            rec.plan = PlanFor(op->coll, op->bytes);
             inst.exec = MakeExecutor(*op, rec.plan);
             inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
         }
@@ -416,6 +416,17 @@ Communicator::FinishRank(uint64_t seq, uint32_t commRank)
     }
 }
 
+const CollectivePlan&
+Communicator::PlanFor(CollKind kind, uint64_t bytes)
+{
+    auto [it, fresh] = m_plans.try_emplace({static_cast<int>(kind), bytes});
+    if (fresh)
+    {
+        it->second = m_world->Plan(kind, bytes, *this);
+    }
+    return it->second;
+}
+
 void
 Communicator::MatchP2p(uint32_t src, uint32_t dst)
 {
@@ -435,7 +446,7 @@ Communicator::MatchP2p(uint32_t src, uint32_t dst)
                                      std::to_string(r.op->bytes) + " bytes on comm rank " +
                                      std::to_string(dst));
         }
-        CollectivePlan plan = m_world->Plan(CollKind::Send, s.op->bytes, *this);
+        const CollectivePlan& plan = PlanFor(CollKind::Send, s.op->bytes);
         ++m_p2pTransfers;
         auto sDone = std::move(s.done);
         auto rDone = std::move(r.done);
@@ -676,6 +687,12 @@ NcclWorld::Find(const std::string& comm) const
 {
     auto it = m_comms.find(comm);
     return it == m_comms.end() ? nullptr : it->second;
+}
+
+const std::map<std::string, Ptr<Communicator>>&
+NcclWorld::GetCommunicators() const
+{
+    return m_comms;
 }
 
 uint64_t

@@ -259,7 +259,12 @@ class Communicator : public Object
     /// Backend endpoint of an executor node: a member GPU or an NVSwitch.
     uint32_t Endpoint(uint32_t node) const;
 
+    /// The tuner's plan for (kind, bytes) on this communicator, computed once (the tuner
+    /// depends on nothing else that changes while the job runs).
+    const CollectivePlan& PlanFor(gpusim::CollKind kind, uint64_t bytes);
+
     NcclWorld* m_world = nullptr;
+    std::map<std::pair<int, uint64_t>, CollectivePlan> m_plans; //!< PlanFor's cache
     std::string m_id;
     uint32_t m_nranks = 0;
     std::vector<uint32_t> m_gpus; //!< by comm rank; UINT32_MAX = not joined
@@ -286,6 +291,7 @@ class NcclWorld : public Object
     Ptr<Communicator> Join(const std::string& comm, uint32_t nranks, uint32_t commRank,
                            uint32_t gpu);
     Ptr<Communicator> Find(const std::string& comm) const;
+    const std::map<std::string, Ptr<Communicator>>& GetCommunicators() const;
 
     /// Chooses algorithm, protocol and channels for a collective on a communicator: NCCL's
     /// tuner (nccl-tuner.cc).

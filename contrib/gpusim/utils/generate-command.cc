@@ -44,7 +44,10 @@ PrintGenerateUsage(std::ostream& os)
        << "\n"
           "  --vpp V: interleaved 1F1B with V model chunks per pipeline rank\n"
           "  --dp defaults to the cluster's GPUs / (TP x PP) when --servers or --cluster is\n"
-          "  given, else 1. Exit code 4: the plan does not fit in device memory.\n";
+          "  given, else 1. Exit code 4: the plan does not fit in device memory.\n"
+          "  Speed: --fidelity flows (default; chunk|collective|flows as for 'collective') and\n"
+          "  --ranks mirrored (default: the ranks of a stage mirror its first rank, moving in\n"
+          "  lockstep with it) | all. '--fidelity chunk --ranks all' is the detailed model.\n";
 }
 
 } // namespace
@@ -99,7 +102,7 @@ int
 GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"out", "json", "trace", "cost-model", "scale-kernels",
-                                     "kernel-table"};
+                                     "kernel-table", "ranks"};
     valued.insert(kPlanOptions.begin(), kPlanOptions.end());
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
@@ -150,8 +153,9 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         NodeContainer gpus = cluster.Create();
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
-        ConfigureNccl(o, helper);
+        ConfigureNccl(o, helper, "flows");
         ConfigureWorkload(o, helper);
+        ConfigureRanks(o, helper, "mirrored");
         Ptr<GpuWorkload> w;
         const auto t1 = std::chrono::steady_clock::now();
         TrainingReport r = SimulateTraining(g, helper, gpus, o.Has("trace") ? &w : nullptr);

@@ -112,7 +112,18 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
 }
 
 void
-ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
+ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks)
+{
+    const std::string ranks = o.Get("ranks", defaultRanks);
+    if (ranks != "all" && ranks != "mirrored")
+    {
+        throw UsageError("--ranks must be all or mirrored");
+    }
+    h.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(ranks == "mirrored"));
+}
+
+void
+ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& defaultFidelity)
 {
     const std::string algo = o.Get("algo", "auto");
     if (algo != "auto" && algo != "ring" && algo != "tree" && algo != "nvls" &&
@@ -134,7 +145,7 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h)
     h.SetNcclAttribute("Protocol", StringValue(proto));
     h.SetNcclAttribute("Efficiency", DoubleValue(eff));
     h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
-    const std::string fidelity = o.Get("fidelity", "chunk");
+    const std::string fidelity = o.Get("fidelity", defaultFidelity);
     if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
     {
         throw UsageError("--fidelity must be chunk or collective (or flows)");

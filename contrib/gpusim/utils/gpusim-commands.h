@@ -25,8 +25,13 @@ namespace gpusim
 extern const std::set<std::string> kNcclOptions;
 /// The network backend chosen by --backend (flow | packet, with --cc, --queue, --mtu ...).
 Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
-/// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes.
-void ConfigureNccl(const Options& o, GpuWorkloadHelper& h);
+/// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes and
+/// --fidelity (`defaultFidelity` when not given: chunk, collective or flows).
+void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
+                   const std::string& defaultFidelity = "chunk");
+/// --ranks all|mirrored (`defaultRanks` when not given): mirrored runs ranks that share a
+/// representative's op list as its mirrors (GpuWorkload MirrorIdenticalRanks).
+void ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks);
 /// With --fidelity collective: a "# collective fidelity: ..." line on out, and a warning on
 /// err if a replay met later traffic.
 void PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out,

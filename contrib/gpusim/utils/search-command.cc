@@ -164,7 +164,8 @@ SimulateInChild(const Options& o, const ModelSpec& model, const TrainingPlan& pl
         NodeContainer gpus = cluster.Create();
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
-        ConfigureNccl(o, helper);
+        ConfigureNccl(o, helper, "flows");
+        ConfigureRanks(o, helper, "mirrored");
         helper.SetCostModel("ns3::RooflineCostModel");
         TrainingReport r = SimulateTraining(g, helper, gpus);
         double bubble = 0;
@@ -508,7 +509,9 @@ PrintSearchUsage(std::ostream& os)
           "  peak memory exceeds the GPU's are dropped; the rest are simulated in bound order\n"
           "  until a lower bound exceeds the best time (--exhaustive: all), --jobs at a time\n"
           "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n"
-          "  --dry-run: list the plans that fit, in bound order, without simulating.\n";
+          "  --dry-run: list the plans that fit, in bound order, without simulating.\n"
+          "  Each plan runs as 'gpusim generate' does: --fidelity flows --ranks mirrored by\n"
+          "  default.\n";
 }
 
 int
@@ -634,7 +637,7 @@ SearchMain(const Options& o, std::ostream& out)
 int
 SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"model", "model-file", "global-batch", "seq-length",
+    std::set<std::string> valued = {"ranks", "model", "model-file", "global-batch", "seq-length",
                                     "micro-batches", "vpp", "sp", "recompute", "zero", "jobs",
                                     "top", "json", "svg"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());

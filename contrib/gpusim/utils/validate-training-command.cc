@@ -243,7 +243,7 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
 
 void
 RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
-                         double memoryEfficiency)
+                         double memoryEfficiency, const TrainingSpeed& speed)
 {
     ClusterSpec spec;
     if (!LookupClusterPreset(row.preset, spec))
@@ -265,6 +265,7 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     GpuWorkloadHelper helper;
     helper.SetBackend(backend);
     helper.SetCostModel("ns3::RooflineCostModel");
+    ConfigureTrainingSpeed(helper, speed);
     // GEMMs by the shape model (tile and wave quantization, GpuSpec::gemmTileEfficiency);
     // a what-if GEMM efficiency puts every GEMM back at that one number.
     helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(gemmEfficiency <= 0));
@@ -417,7 +418,9 @@ PrintUsage(std::ostream& os)
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
           "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
           "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"
-          "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n";
+          "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
+          "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored (default\n"
+          "  mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the detailed model\n";
 }
 
 } // namespace
@@ -430,7 +433,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
     {
         Options o(args,
                   {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
-                   "memory-efficiency"},
+                   "memory-efficiency", "fidelity", "ranks"},
                   {"help"});
         if (o.Has("help"))
         {
@@ -449,6 +452,14 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         {
             throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
         }
+        TrainingSpeed speed;
+        speed.fidelity = o.Get("fidelity", speed.fidelity);
+        const std::string ranks = o.Get("ranks", "mirrored");
+        if (ranks != "all" && ranks != "mirrored")
+        {
+            throw UsageError("--ranks must be all or mirrored");
+        }
+        speed.mirrorRanks = ranks == "mirrored";
         for (auto& r : rows)
         {
             if (maxGpus && r.plan.Gpus() > maxGpus)
@@ -456,7 +467,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                 r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
                 continue;
             }
-            RunTrainingValidationRow(r, gemmEff, memEff);
+            RunTrainingValidationRow(r, gemmEff, memEff, speed);
             out << "# " << r.table << " " << Fixed(r.paramsB, 1) << "B on " << r.plan.Gpus()
                 << " GPUs: "
                 << (r.run ? Fixed(r.simulatedTflops, 1) + " TFLOP/s/GPU (measured " +

@@ -18,6 +18,7 @@
 #define GPUSIM_VALIDATE_TRAINING_COMMAND_H
 
 #include "ns3/llm-model.h"
+#include "ns3/training-simulation.h"
 
 #include <cstdint>
 #include <iosfwd>
@@ -68,8 +69,10 @@ std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& fil
 /// Simulates one row with the GEMM shape model and the GPU's kernel efficiencies (flow
 /// backend, default NCCL model). What-ifs: `gemmEfficiency` > 0 runs every GEMM at that flat
 /// fraction of peak instead of the shape model; `memoryEfficiency` > 0 replaces the GPU's.
+/// `speed`: fidelity and rank mirroring (default: the fast path, as `gpusim generate`).
 void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
-                              double memoryEfficiency = 0);
+                              double memoryEfficiency = 0,
+                              const TrainingSpeed& speed = TrainingSpeed());
 
 std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
 /// Measured vs simulated TFLOP/s per GPU, one column per row.
