@@ -53,6 +53,12 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
                        {DataType::F8E4M3, 1979e12},
                        {DataType::F8E5M2, 1979e12},
                        {DataType::I8, 1979e12}};
+        // GEMM shape model (kernel-cost-model.cc, doc/validation.md): the per-tile efficiency
+        // that reproduces the measured maximum achievable BF16 matmul, 794.5 TFLOP/s at
+        // M x N x K = 2048 x 2048 x 13312 (S. Bekman, ml-engineering, compute/accelerator
+        // "Maximum Achievable Matmul FLOPS comparison table", H100 SXM, torch 2.7.0+cu126).
+        // That shape is 8 x 16 = 128 tiles of 256 x 128 on 132 SMs: one wave, 128/132 full.
+        s.gemmTileEfficiency = 794.5e12 / (989.5e12 * 128.0 / 132.0); // 0.828
         out = s;
         return true;
     }
@@ -86,13 +92,18 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
                        {DataType::BF16, 312e12},
                        {DataType::I8, 624e12}};
         // Kernel efficiencies for `gpusim validate-training` (doc/validation.md, "Training
-        // throughput"). No published per-kernel A100 measurement was found in the sources
-        // available when this was written, so, as the validation's rule allows, ONE global
-        // number was fitted on the smallest row only (Narayanan et al. 2021 Table 1, GPT 1.7B
-        // on 32 GPUs, 137 TFLOP/s: 0.54 gives 136.6) and every other row is predicted with it.
-        // Memory-bound kernels keep the roofline cost model's default MemoryEfficiency (0.8),
-        // not fitted. Replace both with measured A100 numbers when they are at hand.
-        s.gemmEfficiency = 0.54;
+        // throughput"), none fitted on the Megatron table:
+        // - the measured maximum achievable BF16 matmul of an A100 SXM is 271.2 TFLOP/s, at
+        //   M x N x K = 1024 x 10240 x 5120 (S. Bekman, ml-engineering, compute/accelerator
+        //   "Maximum Achievable Matmul FLOPS comparison table", torch 2.6.0+cu126): 0.869 of
+        //   the 312 TFLOP/s peak, the efficiency of FLOP-counted kernels without a GEMM shape;
+        // - GEMM shape model (kernel-cost-model.cc): that shape is 4 x 80 = 320 tiles of
+        //   256 x 128 on 108 SMs, 3 waves 320/324 full, so one tile runs at 0.880 of its SM's
+        //   share of the peak;
+        // - memory-bound kernels keep the roofline cost model's default MemoryEfficiency
+        //   (0.8), not fitted.
+        s.gemmEfficiency = 271.2e12 / 312e12;                         // 0.869
+        s.gemmTileEfficiency = 271.2e12 / (312e12 * 320.0 / 324.0);   // 0.880
         s.memoryEfficiency = 0.8;
         out = s;
         return true;

@@ -32,6 +32,11 @@ struct GpuSpec
     /// apply). Used by `gpusim validate-training` (doc/validation.md) for every row alike.
     double gemmEfficiency = 0;   //!< achieved / peak FLOP/s of large training GEMMs
     double memoryEfficiency = 0; //!< achieved / peak HBM bandwidth of streaming kernels
+    /// Shape-dependent GEMM model (KernelCostModel attribute GemmShapeModel; doc/validation.md
+    /// "GEMM shape model"): fraction of the dense 16-bit tensor peak that a 256x128 output
+    /// tile reaches on its SM, so that a GEMM whose tiles fill every SM in every wave runs at
+    /// this fraction of peak. Derived in gpu-spec.cc from a published measured GEMM; 0 = none.
+    double gemmTileEfficiency = 0;
 
     /// Peak for a dtype; falls back to F32 then to the largest entry.
     double PeakFlops(DataType t) const;

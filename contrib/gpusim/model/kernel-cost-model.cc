@@ -1,10 +1,12 @@
 #include "ns3/kernel-cost-model.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ns3
 {
@@ -39,7 +41,14 @@ KernelCostModel::GetTypeId()
                           "Smallest kernel duration in microseconds (launch and tail)",
                           DoubleValue(2.0),
                           MakeDoubleAccessor(&KernelCostModel::m_minKernelUs),
-                          MakeDoubleChecker<double>(0.0));
+                          MakeDoubleChecker<double>(0.0))
+            .AddAttribute("GemmShapeModel",
+                          "FP16/BF16 GEMMs with a shape, on a GPU with a GEMM tile efficiency "
+                          "(GpuSpec::gemmTileEfficiency): compute time from output tiles and "
+                          "waves over the SMs instead of ComputeEfficiency",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&KernelCostModel::m_gemmShapeModel),
+                          MakeBooleanChecker());
     return tid;
 }
 
@@ -75,6 +84,50 @@ KernelCostModel::GetDuration(const Op& op, const gpusim::GpuSpec& spec) const
         s *= it->second;
     }
     return NanoSeconds(static_cast<int64_t>(std::llround(std::max(0.0, s) * 1e9)));
+}
+
+const std::vector<KernelCostModel::GemmTile>&
+KernelCostModel::GemmTiles()
+{
+    // cuBLAS cuts C into thread-block tiles, 256 x 128 the largest for 16-bit data on A100
+    // (NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001, sections 2.3 and
+    // 3: tile and wave quantization). A tile's main loop streams (tm + tn) tk operands into
+    // its SM for tm tn tk multiply-adds, so a smaller tile gets fewer FLOPs per byte fed:
+    // throughput relative to 256 x 128 is taken as the ratio of tm tn / (tm + tn), assuming
+    // 256 x 128 is just fed at the measured peak (the guide: larger tiles are more efficient,
+    // smaller ones fill more SMs).
+    static const std::vector<GemmTile> tiles = [] {
+        const std::vector<std::pair<uint32_t, uint32_t>> shapes = {
+            {256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+        const double big = 256.0 * 128 / (256 + 128);
+        std::vector<GemmTile> v;
+        for (const auto& [m, n] : shapes)
+        {
+            v.push_back({m, n, std::min(1.0, double(m) * n / (m + n) / big)});
+        }
+        return v;
+    }();
+    return tiles;
+}
+
+double
+KernelCostModel::GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuSpec& spec)
+{
+    if (spec.gemmTileEfficiency <= 0 || spec.smCount == 0 || g.m == 0 || g.n == 0 || g.k == 0)
+    {
+        return 0;
+    }
+    const double smPeak = spec.PeakFlops(g.dtype) / spec.smCount * spec.gemmTileEfficiency;
+    const uint64_t batch = std::max<uint64_t>(1, g.batch);
+    double best = std::numeric_limits<double>::infinity();
+    for (const GemmTile& t : GemmTiles())
+    {
+        const uint64_t tiles = ((g.m + t.m - 1) / t.m) * ((g.n + t.n - 1) / t.n) * batch;
+        const uint64_t waves = (tiles + spec.smCount - 1) / spec.smCount;
+        const double tileSeconds = 2.0 * t.m * t.n * double(g.k) / (smPeak * t.relative);
+        best = std::min(best, double(waves) * tileSeconds);
+    }
+    return best;
 }
 
 double
@@ -119,7 +172,14 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
         }
     }
     double t = m_minKernelUs * 1e-6;
-    if (flops > 0)
+    const bool half = dtype == gpusim::DataType::F16 || dtype == gpusim::DataType::BF16;
+    const double shaped =
+        m_gemmShapeModel && half && op.gemm.m ? GemmShapeSeconds(op.gemm, spec) : 0;
+    if (shaped > 0)
+    {
+        t = std::max(t, shaped);
+    }
+    else if (flops > 0)
     {
         t = std::max(t, flops / (spec.PeakFlops(dtype) * m_computeEfficiency));
     }

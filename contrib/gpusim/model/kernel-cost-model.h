@@ -3,6 +3,9 @@
  *  - RecordedDurationCostModel: the duration recorded in the op (trace replay); falls back to
  *    a roofline estimate when the op carries none;
  *  - RooflineCostModel: max(FLOPs / (peak * eff), bytes / (HBM * eff)) from the GpuSpec.
+ * With the attribute GemmShapeModel, the compute time of a 16-bit GEMM on a GPU that has the
+ * data (GpuSpec::gemmTileEfficiency) comes from its output tiles and the waves they run in
+ * over the SMs (GemmShapeSeconds; doc/validation.md, "GEMM shape model").
  */
 #ifndef GPUSIM_KERNEL_COST_MODEL_H
 #define GPUSIM_KERNEL_COST_MODEL_H
@@ -38,6 +41,22 @@ class KernelCostModel : public Object
     /// (e.g. 0.5 makes matching GEMMs twice as fast). Rules apply in the order added.
     void AddKernelScale(const std::string& regex, double factor);
 
+    /// One output tile shape a GEMM kernel may use, and its throughput relative to 256 x 128.
+    struct GemmTile
+    {
+        uint32_t m;
+        uint32_t n;
+        double relative;
+    };
+    /// The tiles the shape model chooses from (kernel-cost-model.cc says why these).
+    static const std::vector<GemmTile>& GemmTiles();
+
+    /// Compute time in seconds of GEMM `g` by the shape model: for each tile, waves =
+    /// ceil(tiles x batch / SMs), time = waves x 2 tm tn k / (SM peak x gemmTileEfficiency x
+    /// relative); the fastest tile is taken (cuBLAS's heuristics choose among its kernels).
+    /// Returns 0 when the spec has no gemmTileEfficiency.
+    static double GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuSpec& spec);
+
   protected:
     /// Unscaled duration in seconds.
     virtual double DoGetSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const = 0;
@@ -48,6 +67,7 @@ class KernelCostModel : public Object
     double m_computeEfficiency; //!< fraction of peak FLOP/s reached by GEMM-like kernels
     double m_memoryEfficiency;  //!< fraction of HBM bandwidth reached by memory-bound kernels
     double m_minKernelUs;       //!< smallest kernel time (launch + tail), microseconds
+    bool m_gemmShapeModel;      //!< 16-bit GEMMs with a shape: tile and wave quantization
 
   private:
     struct ScaleRule

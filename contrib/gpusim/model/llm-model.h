@@ -81,6 +81,11 @@ struct TrainingPlan
     /// Narayanan et al. 2021 section 4.1 scatter/gather: without SP, each TP rank sends 1/t of
     /// the pipeline payload over its own NIC and the receiving stage all-gathers it over NVLink.
     bool scatterGatherP2p = false;
+    /// Weight gradients accumulate inside the weight-gradient GEMM (Megatron-LM's
+    /// --gradient-accumulation-fusion). false: after every micro-batch's backward, each
+    /// gradient is added into its main_grad buffer by a separate kernel (Megatron-LM 2021 DDP
+    /// hook, param.main_grad.add_(param.grad.data)).
+    bool gradAccumFusion = true;
 
     uint32_t Gpus() const
     {

@@ -242,6 +242,8 @@ class RankGenerator
     void LayerForward();
     void LayerBackward();
     void AttentionCore(bool backward);
+    void UnfusedAttentionCore(bool backward);
+    void AccumulateGrads(double params);
     void Mlp(bool backward);
     void EmbeddingForward();
     void EmbeddingBackward();
@@ -474,18 +476,53 @@ RankGenerator::LocalTokens() const
 void
 RankGenerator::AttentionCore(bool backward)
 {
+    if (!m_p.flashAttention)
+    {
+        UnfusedAttentionCore(backward);
+        return;
+    }
     const double t = m_p.tp;
     const double h = m_m.hidden;
     const double kv = 2.0 * m_m.kvHeads * m_m.HeadDim();
-    // Scores and values: 2 x 2 T s h / t FLOPs; a fused causal kernel skips the masked half.
-    double flops = 4 * m_tokens * m_s * h / t * (m_p.flashAttention ? 0.5 : 1);
-    double bytes = m_e * m_tokens * (2 * h + kv) / t;
-    if (!m_p.flashAttention)
-    {
-        bytes += 4 * m_e * m_m.heads * m_s * m_tokens / t; // scores, softmax written and read
-    }
+    // Scores and values: 2 x 2 T s h / t FLOPs; the fused causal kernel skips the masked half.
+    const double flops = 2 * m_tokens * m_s * h / t;
+    const double bytes = m_e * m_tokens * (2 * h + kv) / t;
     Kernel(backward ? "attention_bwd" : "attention", backward ? 2 * flops : flops,
            backward ? 2 * bytes : bytes);
+}
+
+void
+RankGenerator::UnfusedAttentionCore(bool backward)
+{
+    // Megatron-LM's unfused core attention (2021 CoreAttention), one kernel per step, the
+    // s x s tensors through HBM between them: per micro-batch and local head a strided-batched
+    // GEMM for the scores Q K^T (s x s, K = head dim), the fused scale-mask-softmax (reads the
+    // scores, writes the probabilities), dropout on them (reads, writes, and a 1-byte mask),
+    // and a batched GEMM probabilities x V (s x head dim, K = s). 4 T s h / t FLOPs forward.
+    const double d = m_m.HeadDim();
+    const uint64_t batch = uint64_t(m_p.microBatch) * (m_m.heads / m_p.tp);
+    const double elems = double(batch) * m_s * m_s;
+    if (!backward)
+    {
+        Gemm("attention_scores", m_s, m_s, d, batch);
+        Kernel("softmax", 0, 2 * m_e * elems);
+        if (m_m.dropout)
+        {
+            Kernel("attention_dropout", 0, (2 * m_e + 1) * elems);
+        }
+        Gemm("attention_values", m_s, d, m_s, batch);
+        return;
+    }
+    // dP = dO V^T (s x s, K = head dim); dropout backward (reads dP and the mask, writes);
+    // softmax backward (reads the gradient and the probabilities, writes dS); then dV = P^T dO,
+    // dQ = dS K and dK = dS^T Q, each s x head dim with K = s: 8 T s h / t FLOPs in all.
+    Gemm("attention_values_bwd", m_s, m_s, d, batch);
+    if (m_m.dropout)
+    {
+        Kernel("attention_dropout_bwd", 0, (2 * m_e + 1) * elems);
+    }
+    Kernel("softmax_bwd", 0, 3 * m_e * elems);
+    Gemm("attention_scores_bwd", m_s, d, m_s, 3 * batch);
 }
 
 void
@@ -557,6 +594,18 @@ RankGenerator::BiasDropoutAdd()
 }
 
 void
+RankGenerator::AccumulateGrads(double params)
+{
+    // Without gradient-accumulation fusion (Megatron-LM 2021 DDP hook): read each new weight
+    // gradient and its main_grad, write main_grad, once per micro-batch.
+    if (m_p.gradAccumFusion || params <= 0)
+    {
+        return;
+    }
+    Kernel("grad_accumulate", 0, params * (m_e + 2 * DataTypeSize(m_p.gradDtype)));
+}
+
+void
 RankGenerator::LayerForward()
 {
     const double h = m_m.hidden;
@@ -599,6 +648,8 @@ RankGenerator::LayerBackward()
     Gemm("qkv_bwd", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h, 2);
     TpForward(false);
     Norm(true);
+    // This rank's share of the layer (MoE: expert weights split over EP too, taken for all).
+    AccumulateGrads(LayerParams(m_m) / t / (m_m.experts > 0 ? m_p.ep : 1));
 }
 
 void
@@ -617,6 +668,9 @@ RankGenerator::EmbeddingBackward()
     TpRegather();
     // Read the gradient, read-modify-write the fp32 gradient rows of the looked-up tokens.
     Kernel("embedding_bwd", 0, m_e * m_tokens * m_m.hidden + 8.0 * m_tokens * m_m.hidden);
+    // Word embeddings (this rank's vocabulary slice; with tied embeddings and one stage, the
+    // logits' gradient is summed into the same parameter first) and learned positions.
+    AccumulateGrads((m_vocab / m_p.tp + (m_m.learnedPositions ? m_s : 0)) * m_m.hidden);
 }
 
 void
@@ -643,6 +697,10 @@ RankGenerator::HeadBackward()
     Gemm("logits_bwd", m_tokens, v, m_m.hidden, 2);
     TpForward(false);
     Norm(true);
+    if (!(m_m.tiedEmbeddings && m_p.pp == 1))
+    {
+        AccumulateGrads(v * m_m.hidden); // the output layer or the last stage's tied copy
+    }
 }
 
 bool

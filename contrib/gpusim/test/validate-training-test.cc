@@ -9,10 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace ns3;
 using namespace ns3::gpusim;
@@ -126,20 +129,97 @@ TEST(ValidateTraining, ScatterGatherSplitsPipelineTransfersOverTp)
 
 TEST(ValidateTraining, SmallestPublishedRowsWithinBound)
 {
-    // The two smallest rows of Table 1 (32 and 64 GPUs). Row 1 is the one the A100's GEMM
-    // efficiency was fitted on (gpu-spec.cc); row 2 is a prediction. Bound: the errors reached
-    // (-0.3 % and -5.2 % when written) with margin: 2 % on the fitted row, 8 % on row 2.
+    // The two smallest rows of Table 1 (32 and 64 GPUs), both predictions: the A100's GEMMs by
+    // the shape model (gpu-spec.cc, from a published matmul measurement), nothing fitted on the
+    // table. Bound: the errors reached (+10.3 % and +8.0 % when written) with margin.
     auto rows = ReadTrainingValidation(kTable, "narayanan2021-table1");
     ASSERT_GE(rows.size(), 2u);
     RunTrainingValidationRow(rows[0]);
     RunTrainingValidationRow(rows[1]);
     ASSERT_TRUE(rows[0].run) << rows[0].note;
     ASSERT_TRUE(rows[1].run) << rows[1].note;
-    EXPECT_LT(std::fabs(rows[0].errorPct), 2.0) << rows[0].simulatedTflops;
-    EXPECT_LT(std::fabs(rows[1].errorPct), 8.0) << rows[1].simulatedTflops;
-    // The same rows with the GEMMs at the cost model's default 0.7 instead of 0.54 run faster:
-    // the efficiency reaches the simulation.
-    auto fast = rows[0];
-    RunTrainingValidationRow(fast, 0.7);
-    EXPECT_GT(fast.simulatedTflops, rows[0].simulatedTflops * 1.1);
+    EXPECT_LT(std::fabs(rows[0].errorPct), 12.0) << rows[0].simulatedTflops;
+    EXPECT_LT(std::fabs(rows[1].errorPct), 10.0) << rows[1].simulatedTflops;
+    // The shape model reaches the simulation: every GEMM at the A100's best measured
+    // efficiency (271.2 / 312 = 0.869, the flat what-if) runs faster than with tile and wave
+    // quantization (0.59 - 0.88 for this row's GEMMs, doc/validation.md).
+    auto flat = rows[0];
+    RunTrainingValidationRow(flat, 271.2 / 312);
+    EXPECT_GT(flat.simulatedTflops, rows[0].simulatedTflops * 1.05);
+}
+
+TEST(ValidateTraining, UnfusedAttentionIsMegatronsKernelSequence)
+{
+    // h 256, 4 heads (head dim 64), TP 2 -> 2 local heads, micro-batch 1, s 2048, fp16, with
+    // attention dropout. Forward: scores GEMM 2 batches of 2048 x 2048 x 64, softmax reading
+    // and writing 2 x 2048^2 fp16 elements (4 B each), dropout reading, writing and a 1-byte
+    // mask (5 B), values GEMM 2048 x 64 x 2048. Backward: dP 2048 x 2048 x 64, dropout and
+    // softmax backward (5 and 6 B per element), then dV, dQ, dK as 3 x 2 batches of
+    // 2048 x 64 x 2048. FLOPs: 4 T s h / t forward, twice that backward.
+    const ModelSpec m = MegatronGptModel(2, 256, 4);
+    TrainingPlan p = MegatronPlan(m, 2, 1, 2, 2, false);
+    GeneratedTraining g = GenerateTraining(m, p, false);
+    std::map<std::string, const Op*> first;
+    for (const Op& op : g.job->ranks[0].ops)
+    {
+        first.emplace(op.name, &op);
+    }
+    for (const char* name : {"attention_scores", "softmax", "attention_dropout",
+                             "attention_values", "attention_values_bwd", "attention_dropout_bwd",
+                             "softmax_bwd", "attention_scores_bwd"})
+    {
+        ASSERT_TRUE(first.count(name)) << name;
+    }
+    EXPECT_EQ(first.count("attention"), 0u);
+    auto shape = [&](const char* name) {
+        const GemmShape& s = first[name]->gemm;
+        return std::vector<uint64_t>{s.m, s.n, s.k, s.batch};
+    };
+    EXPECT_EQ(shape("attention_scores"), (std::vector<uint64_t>{2048, 2048, 64, 2}));
+    EXPECT_EQ(shape("attention_values"), (std::vector<uint64_t>{2048, 64, 2048, 2}));
+    EXPECT_EQ(shape("attention_values_bwd"), (std::vector<uint64_t>{2048, 2048, 64, 2}));
+    EXPECT_EQ(shape("attention_scores_bwd"), (std::vector<uint64_t>{2048, 64, 2048, 6}));
+    const double elems = 2.0 * 2048 * 2048;
+    EXPECT_DOUBLE_EQ(first["softmax"]->memBytes, 4 * elems);
+    EXPECT_DOUBLE_EQ(first["attention_dropout"]->memBytes, 5 * elems);
+    EXPECT_DOUBLE_EQ(first["attention_dropout_bwd"]->memBytes, 5 * elems);
+    EXPECT_DOUBLE_EQ(first["softmax_bwd"]->memBytes, 6 * elems);
+    auto flops = [&](const char* name) {
+        const GemmShape& s = first[name]->gemm;
+        return 2.0 * s.m * s.n * s.k * s.batch;
+    };
+    const double tsh = 2048.0 * 2048 * 256 / 2;
+    EXPECT_DOUBLE_EQ(flops("attention_scores") + flops("attention_values"), 4 * tsh);
+    EXPECT_DOUBLE_EQ(flops("attention_values_bwd") + flops("attention_scores_bwd"), 8 * tsh);
+}
+
+TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
+{
+    // Megatron-LM 2021 DDP: each micro-batch's weight gradients are added into main_grad (fp16
+    // here): 2 + 2 x 2 = 6 B per local parameter. h 256, FFN 4h, biases, 2 LayerNorms: a layer
+    // has 12 h^2 + 13 h = 789760 parameters, 394880 per TP rank (TP 2): 2369280 B. Embeddings:
+    // (51200 / 2 + 2048 positions) x 256 = 7077888 parameters, 42467328 B; tied embeddings on
+    // one stage: no separate output-layer add. 2 layers x 2 micro-batches + 2 embedding adds.
+    const ModelSpec m = MegatronGptModel(2, 256, 4);
+    TrainingPlan p = MegatronPlan(m, 2, 1, 2, 2, false);
+    EXPECT_FALSE(p.gradAccumFusion);
+    std::vector<double> adds;
+    const GeneratedTraining g = GenerateTraining(m, p, false);
+    for (const Op& op : g.job->ranks[0].ops)
+    {
+        if (op.name == "grad_accumulate")
+        {
+            adds.push_back(op.memBytes);
+        }
+    }
+    std::sort(adds.begin(), adds.end());
+    EXPECT_EQ(adds, (std::vector<double>{2369280, 2369280, 2369280, 2369280, 42467328,
+                                         42467328}));
+    // With the fusion (the generator's default, later Megatron-LM) there is no separate add.
+    p.gradAccumFusion = true;
+    const GeneratedTraining fused = GenerateTraining(m, p, false);
+    for (const Op& op : fused.job->ranks[0].ops)
+    {
+        EXPECT_NE(op.name, "grad_accumulate");
+    }
 }

@@ -1,5 +1,6 @@
 #include "ns3/validate-training-command.h"
 
+#include "ns3/boolean.h"
 #include "ns3/cli-options.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -139,6 +140,7 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
     p.distributedOptimizer = false;
     p.overlapGradReduce = false;   // 2021 DDP: all-reduce after the backward
     p.gradDtype = DataType::F16;   // fp16 main grads (no --accumulate-allreduce-grads-in-fp32)
+    p.gradAccumFusion = false;     // 2021 DDP hook adds each micro-batch's gradients
     if (interleaved && pp > 1 && m.layers % pp == 0)
     {
         const uint32_t perStage = m.layers / pp;
@@ -264,6 +266,9 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     helper.SetBackend(backend);
     helper.SetCostModel("ns3::RooflineCostModel");
     ConfigureTrainingSpeed(helper, speed);
+    // GEMMs by the shape model (tile and wave quantization, GpuSpec::gemmTileEfficiency);
+    // a what-if GEMM efficiency puts every GEMM back at that one number.
+    helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(gemmEfficiency <= 0));
     if (gpu.gemmEfficiency > 0)
     {
         helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
@@ -411,8 +416,9 @@ PrintUsage(std::ostream& os)
           "  FILE: published training throughput rows, e.g.\n"
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
-          "  --gemm-efficiency E, --memory-efficiency E: what-if replacements of the GPU's\n"
-          "  kernel efficiencies (default: the GPU spec's, gpu-spec.cc)\n"
+          "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
+          "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"
+          "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
           "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored (default\n"
           "  mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the detailed model\n";
 }

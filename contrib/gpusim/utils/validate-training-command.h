@@ -9,8 +9,10 @@
  * compares the achieved TFLOP/s per GPU computed with the paper's own FLOP count (Narayanan et
  * al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
  *
- * Every row uses the same kernel efficiencies: those of the cluster's GPU (GpuSpec
- * gemmEfficiency / memoryEfficiency, gpu-spec.cc, with their sources); nothing is set per row.
+ * Every row uses the same kernel model: GEMMs by the roofline cost model's GEMM shape model
+ * (tile and wave quantization, GpuSpec::gemmTileEfficiency), other kernels at the cluster's GPU
+ * efficiencies (GpuSpec gemmEfficiency / memoryEfficiency), all in gpu-spec.cc with their
+ * sources; nothing is set per row or fitted on the table.
  */
 #ifndef GPUSIM_VALIDATE_TRAINING_COMMAND_H
 #define GPUSIM_VALIDATE_TRAINING_COMMAND_H
@@ -64,8 +66,9 @@ TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
 std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& file,
                                                           const std::string& only);
 
-/// Simulates one row with the GPU's kernel efficiencies (flow backend, default NCCL model);
-/// `gemmEfficiency` / `memoryEfficiency` > 0 replace the GPU's (what-if studies).
+/// Simulates one row with the GEMM shape model and the GPU's kernel efficiencies (flow
+/// backend, default NCCL model). What-ifs: `gemmEfficiency` > 0 runs every GEMM at that flat
+/// fraction of peak instead of the shape model; `memoryEfficiency` > 0 replaces the GPU's.
 /// `speed`: fidelity and rank mirroring (default: the fast path, as `gpusim generate`).
 void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
                               double memoryEfficiency = 0,

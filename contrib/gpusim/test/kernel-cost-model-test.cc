@@ -1,0 +1,164 @@
+// The roofline cost model's GEMM shape model (kernel-cost-model.cc, doc/validation.md "GEMM
+// shape model"): tile and wave quantization on the GPU's SMs, expected values computed by hand
+// from the published measurement each GPU's tile efficiency comes from.
+#include "ns3/boolean.h"
+#include "ns3/double.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/kernel-cost-model.h"
+
+#include <gtest/gtest.h>
+
+using namespace ns3;
+using namespace ns3::gpusim;
+
+namespace
+{
+
+Op
+GemmOp(uint64_t m, uint64_t n, uint64_t k, uint64_t batch = 1, DataType t = DataType::BF16)
+{
+    Op op;
+    op.kind = OpKind::Kernel;
+    op.name = "gemm";
+    op.gemm.m = m;
+    op.gemm.n = n;
+    op.gemm.k = k;
+    op.gemm.batch = batch;
+    op.gemm.dtype = t;
+    return op;
+}
+
+Ptr<RooflineCostModel>
+ShapeModel(bool on = true)
+{
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    cm->SetAttribute("GemmShapeModel", BooleanValue(on));
+    return cm;
+}
+
+GpuSpec
+Gpu(const std::string& name)
+{
+    GpuSpec s;
+    EXPECT_TRUE(LookupGpuSpec(name, s));
+    return s;
+}
+
+double
+Us(Ptr<RooflineCostModel> cm, const Op& op, const GpuSpec& gpu)
+{
+    return cm->GetDuration(op, gpu).GetNanoSeconds() / 1e3;
+}
+
+} // namespace
+
+TEST(GemmShapeModel, TileEfficienciesComeFromTheMeasuredMatmuls)
+{
+    // A100: 271.2 TFLOP/s at 1024 x 10240 x 5120 = 4 x 80 = 320 tiles of 256 x 128 on 108 SMs,
+    // 3 waves: 271.2 / (312 x 320/324) = 0.88010. H100: 794.5 at 2048 x 2048 x 13312 = 128 tiles
+    // on 132 SMs, one wave: 794.5 / (989.5 x 128/132) = 0.82802.
+    EXPECT_NEAR(Gpu("a100-sxm").gemmTileEfficiency, 0.88010, 1e-5);
+    EXPECT_NEAR(Gpu("h100-sxm").gemmTileEfficiency, 0.82802, 1e-5);
+    EXPECT_NEAR(Gpu("h200-sxm").gemmTileEfficiency, 0.82802, 1e-5);
+    // ... so the model gives back the measurement at the measured shape.
+    const double a100 = 2.0 * 1024 * 10240 * 5120 /
+                        KernelCostModel::GemmShapeSeconds(GemmOp(1024, 10240, 5120).gemm,
+                                                          Gpu("a100-sxm"));
+    EXPECT_NEAR(a100 / 1e12, 271.2, 1e-6);
+    const double h100 = 2.0 * 2048 * 2048 * 13312 /
+                        KernelCostModel::GemmShapeSeconds(GemmOp(2048, 2048, 13312).gemm,
+                                                          Gpu("h100-sxm"));
+    EXPECT_NEAR(h100 / 1e12, 794.5, 1e-6);
+}
+
+TEST(GemmShapeModel, TilesRelativeThroughputByHand)
+{
+    // tm tn / (tm + tn) relative to 256 x 128 (85.33): 128 x 128 64 -> 0.75, 128 x 64 -> 0.5,
+    // 64 x 64 -> 0.375.
+    const auto& tiles = KernelCostModel::GemmTiles();
+    ASSERT_EQ(tiles.size(), 6u);
+    EXPECT_DOUBLE_EQ(tiles[0].relative, 1.0);
+    EXPECT_DOUBLE_EQ(tiles[1].relative, 1.0);
+    EXPECT_DOUBLE_EQ(tiles[2].relative, 0.75);
+    EXPECT_DOUBLE_EQ(tiles[3].relative, 0.5);
+    EXPECT_DOUBLE_EQ(tiles[5].relative, 0.375);
+}
+
+TEST(GemmShapeModel, WaveQuantizationOfAMegatronGemmByHand)
+{
+    // 1.7B GPT's attention projection on an A100, 2048 x 2304 x 2304 bf16. In tile times of
+    // 256 x 128: 256 x 128 -> 8 x 18 = 144 tiles, 2 waves of 108 = 2.0; 128 x 128 -> 288
+    // tiles, 3 waves x (1/2 the area / 0.75) = 2.0; 128 x 64 -> 576 tiles, 6 waves x 0.5 =
+    // 3.0; 64 x 64 -> 1152 tiles, 11 waves x 0.333 = 3.67. Best 2 tile times of
+    // 2 x 256 x 128 x 2304 / (312e12 / 108 x 0.880096) = 59.388 us: 118.777 us, i.e. 0.587 of
+    // peak where the flat ComputeEfficiency 0.7 gives 99.6 us.
+    const GpuSpec a100 = Gpu("a100-sxm");
+    const Op op = GemmOp(2048, 2304, 2304);
+    EXPECT_NEAR(Us(ShapeModel(), op, a100), 118.777, 0.002);
+    EXPECT_NEAR(Us(ShapeModel(false), op, a100), 2.0 * 2048 * 2304 * 2304 / (312e12 * 0.7) * 1e6,
+                0.002);
+}
+
+TEST(GemmShapeModel, OneMoreWaveCostsAWholeWave)
+{
+    // 1024 x 10240 x 5120 fills 3 waves (320 tiles); 1024 x 10752 needs 336 tiles = 4 waves
+    // (128 x 128 would take 672 tiles = 7 waves x 2/3 = 4.67): 5 % more FLOPs, 4/3 the time.
+    const GpuSpec a100 = Gpu("a100-sxm");
+    const double t3 = Us(ShapeModel(), GemmOp(1024, 10240, 5120), a100);
+    const double t4 = Us(ShapeModel(), GemmOp(1024, 10752, 5120), a100);
+    EXPECT_NEAR(t3, 395.923, 0.002); // 3 x 2 x 256 x 128 x 5120 / (312e12 / 108 x 0.880096)
+    EXPECT_NEAR(t4 / t3, 4.0 / 3.0, 1e-6);
+}
+
+TEST(GemmShapeModel, BatchedGemmTilesShareTheWaves)
+{
+    // Megatron's attention scores for 1.7B (s 2048, head dim 96, 24 heads): 24 batches of
+    // 2048 x 2048 x 96 = 24 x 128 = 3072 tiles of 256 x 128, 29 waves on 108 SMs:
+    // 29 x 2 x 256 x 128 x 96 / (312e12 / 108 x 0.880096) = 71.76 us. The bytes (Q and K read,
+    // the scores written: 220 MB) at 0.8 of 2.039 TB/s take longer: 135.0 us, the kernel's time.
+    const GpuSpec a100 = Gpu("a100-sxm");
+    const Op op = GemmOp(2048, 2048, 96, 24);
+    EXPECT_NEAR(KernelCostModel::GemmShapeSeconds(op.gemm, a100) * 1e6, 71.76, 0.01);
+    const double bytes = (2048.0 * 96 * 2 + 2048.0 * 2048) * 2 * 24;
+    EXPECT_NEAR(Us(ShapeModel(), op, a100), bytes / (2.039e12 * 0.8) * 1e6, 0.002);
+}
+
+TEST(GemmShapeModel, OnlyForHalfPrecisionGemmsOnGpusWithTheData)
+{
+    const GpuSpec a100 = Gpu("a100-sxm");
+    // FP32 on CUDA cores and TF32: the measurement is BF16, so ComputeEfficiency (0.7) applies.
+    const Op f32 = GemmOp(4096, 4096, 4096, 1, DataType::F32);
+    EXPECT_NEAR(Us(ShapeModel(), f32, a100), 2.0 * 4096 * 4096 * 4096 / (19.5e12 * 0.7) * 1e6,
+                0.002);
+    const Op tf32 = GemmOp(4096, 4096, 4096, 1, DataType::TF32);
+    EXPECT_NEAR(Us(ShapeModel(), tf32, a100), 2.0 * 4096 * 4096 * 4096 / (156e12 * 0.7) * 1e6,
+                0.002);
+    // A GPU without a tile efficiency (a default GpuSpec) keeps ComputeEfficiency.
+    GpuSpec bare;
+    bare.peakFlops = {{DataType::BF16, 989.5e12}};
+    const Op bf16 = GemmOp(8192, 8192, 8192);
+    EXPECT_EQ(KernelCostModel::GemmShapeSeconds(bf16.gemm, bare), 0.0);
+    EXPECT_NEAR(Us(ShapeModel(), bf16, bare), 2.0 * 8192 * 8192 * 8192 / (989.5e12 * 0.7) * 1e6,
+                0.002);
+    // Kernels without a shape keep their FLOP count at ComputeEfficiency.
+    Op k;
+    k.kind = OpKind::Kernel;
+    k.flops = 1e12;
+    EXPECT_NEAR(Us(ShapeModel(), k, a100), 1e12 / (312e12 * 0.7) * 1e6, 0.002);
+}
+
+TEST(GemmShapeModel, OffByDefaultSoH100RooflineUsersSeeNoChange)
+{
+    // 8192^3 bf16 on an H100: 2048 tiles of 256 x 128, 16 waves of 132 (0.970 full) -> 0.803
+    // of peak by the shape model, but the default cost model stays at 0.7 (1587.4 us).
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    BooleanValue on;
+    cm->GetAttribute("GemmShapeModel", on);
+    EXPECT_FALSE(on.Get());
+    const GpuSpec h100 = Gpu("h100-sxm");
+    const Op op = GemmOp(8192, 8192, 8192);
+    EXPECT_NEAR(Us(cm, op, h100), 2.0 * 8192 * 8192 * 8192 / (989.5e12 * 0.7) * 1e6, 0.002);
+    const double flops = 2.0 * 8192 * 8192 * 8192;
+    EXPECT_NEAR(flops / (Us(ShapeModel(), op, h100) * 1e-6) / 989.5e12,
+                0.828022 * 2048 / (16 * 132.0), 1e-5);
+}
