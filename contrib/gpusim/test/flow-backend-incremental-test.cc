@@ -1,6 +1,8 @@
 // Tests of FlowBackend's incremental max-min (IncrementalRates): hand-computed rates and
 // delivery times with many flows, the re-rating of held flows whose bottleneck condition
 // breaks, and agreement with the full component pass on random traffic.
+#include "flow-test-topology.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -21,21 +23,7 @@ namespace
 
 constexpr double kC = 1e9; // NIC link rate of the star below, bytes/s
 
-/// n single-GPU servers on one switch; NIC links 8 Gb/s = 1e9 B/s, 1 us per hop, so every
-/// route is GPU -> NIC -> switch -> NIC -> GPU with 4 us of latency.
-Ptr<ClusterTopology>
-Star(uint32_t n)
-{
-    gpusim::ClusterSpec s;
-    s.servers = n;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 8;
-    s.fabric = "single-switch";
-    GpuClusterHelper h;
-    h.SetSpec(s);
-    return h.BuildTopology();
-}
+using gpusim_test::StarTopology;
 
 Ptr<FlowBackend>
 Backend(Ptr<ClusterTopology> t, bool incremental)
@@ -97,7 +85,7 @@ TEST(FlowBackendIncremental, HundredFlowsHandComputed)
     // C/50: 150 ms more. Plus 4 us of route latency each.
     for (const bool incremental : {false, true})
     {
-        auto t = Star(4);
+        auto t = StarTopology(4);
         auto b = Backend(t, incremental);
         std::map<uint64_t, int64_t> at;
         auto cb = [&at](const TransferRecord& r) { at[r.id] = r.delivered.GetNanoSeconds(); };
@@ -145,7 +133,7 @@ TEST(FlowBackendIncremental, HeldFlowWhoseBottleneckBreaksIsReRated)
     // 7 ms; P and Q (1e6 sent) at 9 ms; +4 us latency.
     for (const bool incremental : {false, true})
     {
-        auto t = Star(5);
+        auto t = StarTopology(5);
         auto b = Backend(t, incremental);
         std::map<uint64_t, int64_t> at;
         auto cb = [&at](const TransferRecord& r) { at[r.id] = r.delivered.GetNanoSeconds(); };
@@ -194,8 +182,8 @@ TEST(FlowBackendIncremental, HeldFlowsStayOutOfThePass)
     xfers.emplace_back(140, 0, 3, 8000000, 0);
     uint64_t fullRerated = 0;
     uint64_t incRerated = 0;
-    const auto full = RunTransfers(Star(5), xfers, false, &fullRerated);
-    const auto inc = RunTransfers(Star(5), xfers, true, &incRerated);
+    const auto full = RunTransfers(StarTopology(5), xfers, false, &fullRerated);
+    const auto inc = RunTransfers(StarTopology(5), xfers, true, &incRerated);
     ASSERT_EQ(full.size(), xfers.size());
     ASSERT_EQ(inc.size(), xfers.size());
     for (const auto& [id, ns] : full)

@@ -1,5 +1,7 @@
 // Tests of FlowBackend: exact max-min cases, coalescing, latency, ordering, determinism,
 // rate history and checkpoint/restore.
+#include "flow-test-topology.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -22,21 +24,7 @@ using namespace ns3;
 namespace
 {
 
-/// n single-GPU servers on one switch; NIC links 8 Gb/s = 1e9 B/s, 1 us per hop (GPU->NIC,
-/// NIC->switch, switch->NIC, NIC->GPU: 4 us per route).
-Ptr<ClusterTopology>
-StarTopology(uint32_t n)
-{
-    gpusim::ClusterSpec s;
-    s.servers = n;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 8;
-    s.fabric = "single-switch";
-    GpuClusterHelper h;
-    h.SetSpec(s);
-    return h.BuildTopology();
-}
+using gpusim_test::StarTopology;
 
 /// Parking lot: switches S0..Sn in a chain (links of `chainBps`), GPU i on its own server with
 /// a NIC on switch Si (fast links, no latency anywhere).
