@@ -358,6 +358,13 @@ FormatTrainingReport(const TrainingReport& r)
                       static_cast<unsigned long long>(r.mirroredLaunches),
                       r.mirrorMaxDivergenceUs);
         os << line;
+        if (r.mirrorDiverged > 0)
+        {
+            // The class waited for its slowest member each time; with every rank simulated
+            // those members drift apart instead (doc/flow-backend.md, "Mirrored ranks").
+            os << "# the ranks of a stage did not all see the same network (e.g. ECMP "
+                  "collisions): '--ranks all' simulates every rank on its own\n";
+        }
     }
     for (const std::string& e : r.errors)
     {
