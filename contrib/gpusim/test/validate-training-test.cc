@@ -1,6 +1,7 @@
 // gpusim validate-training (doc/validation.md, "Training throughput"): the paper's FLOP count
 // against a second derivation, the rows and plans read from the shipped table, bad input, the
 // scatter/gather pipeline transfers, and the simulated error on the smallest published rows.
+#include "cli-test-util.h"
 #include "test-temp-dir.h"
 
 #include "ns3/llm-model.h"
@@ -15,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace ns3;
@@ -221,5 +223,19 @@ TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
     for (const Op& op : fused.job->ranks[0].ops)
     {
         EXPECT_NE(op.name, "grad_accumulate");
+    }
+}
+
+TEST(ValidateTraining, SpeedOptionsAreCheckedBeforeAnyRowRuns)
+{
+    for (const auto& [option, value, message] :
+         {std::tuple<std::string, std::string, std::string>{"--fidelity", "bogus",
+                                                             "--fidelity must be"},
+          {"--ranks", "some", "--ranks must be all or mirrored"}})
+    {
+        const CliResult r = Cli({"validate-training", kTable, option, value});
+        EXPECT_EQ(r.code, 1) << option;
+        EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+        EXPECT_EQ(r.out.find("TFLOP/s/GPU"), std::string::npos) << "a row ran: " << r.out;
     }
 }

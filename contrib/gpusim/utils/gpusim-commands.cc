@@ -111,15 +111,33 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     return b;
 }
 
-void
-ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks)
+bool
+MirroredRanksOption(const Options& o, const std::string& defaultRanks)
 {
     const std::string ranks = o.Get("ranks", defaultRanks);
     if (ranks != "all" && ranks != "mirrored")
     {
         throw UsageError("--ranks must be all or mirrored");
     }
-    h.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(ranks == "mirrored"));
+    return ranks == "mirrored";
+}
+
+std::string
+FidelityOption(const Options& o, const std::string& defaultFidelity)
+{
+    const std::string fidelity = o.Get("fidelity", defaultFidelity);
+    if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
+    {
+        throw UsageError("--fidelity must be chunk or collective (or flows)");
+    }
+    return fidelity;
+}
+
+void
+ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks)
+{
+    h.SetWorkloadAttribute("MirrorIdenticalRanks",
+                           BooleanValue(MirroredRanksOption(o, defaultRanks)));
 }
 
 void
@@ -145,11 +163,7 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
     h.SetNcclAttribute("Protocol", StringValue(proto));
     h.SetNcclAttribute("Efficiency", DoubleValue(eff));
     h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
-    const std::string fidelity = o.Get("fidelity", defaultFidelity);
-    if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
-    {
-        throw UsageError("--fidelity must be chunk or collective (or flows)");
-    }
+    const std::string fidelity = FidelityOption(o, defaultFidelity);
     // flows: collective plus ring collectives as one flow per ring edge (RingFlows).
     h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
     h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));

@@ -32,6 +32,10 @@ void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
 /// --ranks all|mirrored (`defaultRanks` when not given): mirrored runs ranks that share a
 /// representative's op list as its mirrors (GpuWorkload MirrorIdenticalRanks).
 void ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks);
+/// The checked value of --fidelity (chunk | collective | flows); throws UsageError.
+std::string FidelityOption(const Options& o, const std::string& defaultFidelity);
+/// The checked value of --ranks: true for mirrored; throws UsageError.
+bool MirroredRanksOption(const Options& o, const std::string& defaultRanks);
 /// With --fidelity collective: a "# collective fidelity: ..." line on out, and a warning on
 /// err if a replay met later traffic.
 void PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out,

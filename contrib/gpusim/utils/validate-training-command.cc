@@ -1,5 +1,7 @@
 #include "ns3/validate-training-command.h"
 
+#include "ns3/gpusim-commands.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cli-options.h"
 #include "ns3/flow-backend.h"
@@ -453,13 +455,8 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
             throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
         }
         TrainingSpeed speed;
-        speed.fidelity = o.Get("fidelity", speed.fidelity);
-        const std::string ranks = o.Get("ranks", "mirrored");
-        if (ranks != "all" && ranks != "mirrored")
-        {
-            throw UsageError("--ranks must be all or mirrored");
-        }
-        speed.mirrorRanks = ranks == "mirrored";
+        speed.fidelity = FidelityOption(o, speed.fidelity);
+        speed.mirrorRanks = MirroredRanksOption(o, "mirrored");
         for (auto& r : rows)
         {
             if (maxGpus && r.plan.Gpus() > maxGpus)
