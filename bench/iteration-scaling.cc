@@ -16,6 +16,7 @@
 //   (flows = collective with NcclWorld RingFlows: ring collectives as one flow per edge;
 //    both = chunk and collective)
 //                                  [--allreduce-bytes=S]   (S > 0: one S-byte AllReduce instead)
+#include "ns3/byte-size.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -38,37 +39,20 @@ using namespace ns3;
 namespace
 {
 
-/// "1073741824", "64M", "1G" (binary K/M/G); exits with a message on anything else (a bare
+/// "1073741824", "64M", "1G" (ParseByteSize); exits with its message on anything else (a bare
 /// strtoull read "1G" as 1 byte).
 uint64_t
 ParseByteCount(const char* v)
 {
-    char* end = nullptr;
-    uint64_t n = std::strtoull(v, &end, 10);
-    if (end == v)
+    try
     {
-        std::fprintf(stderr, "--allreduce-bytes: not a byte count: '%s'\n", v);
+        return gpusim::ParseByteSize(v);
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "--allreduce-bytes: %s\n", e.what());
         std::exit(2);
     }
-    const std::string suffix(end);
-    if (suffix == "K" || suffix == "k")
-    {
-        n <<= 10;
-    }
-    else if (suffix == "M" || suffix == "m")
-    {
-        n <<= 20;
-    }
-    else if (suffix == "G" || suffix == "g")
-    {
-        n <<= 30;
-    }
-    else if (!suffix.empty())
-    {
-        std::fprintf(stderr, "--allreduce-bytes: unknown suffix in '%s' (K, M, G)\n", v);
-        std::exit(2);
-    }
-    return n;
 }
 
 constexpr uint32_t kTp = 8;
