@@ -210,7 +210,7 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             throw std::runtime_error("rank " + std::to_string(r) + " shares the ops of rank " +
                                      std::to_string(from) + ", which has none of its own");
         }
-        if (from < 0 || !Mirrorable(m_job->ranks[from]))
+        if (from < 0 || !Mirrorable(static_cast<uint32_t>(from)))
         {
             ctx->Load(m_job->ranks[from >= 0 ? from : r]);
         }
@@ -247,7 +247,7 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
     for (uint32_t r = 0; r < n; ++r)
     {
         const int32_t from = m_job->ranks[r].opsFrom;
-        if (from >= 0 && Mirrorable(m_job->ranks[from]))
+        if (from >= 0 && Mirrorable(static_cast<uint32_t>(from)))
         {
             m_contexts[from]->AddMirror(m_contexts[r]);
         }
@@ -443,22 +443,27 @@ GpuWorkload::OnCollective(const CollectiveRecord& r)
 }
 
 bool
-GpuWorkload::Mirrorable(const gpusim::RankTrace& list) const
+GpuWorkload::Mirrorable(uint32_t owner)
 {
     if (!m_mirrorRanks)
     {
         return false;
     }
-    // Peer copies name absolute ranks (src_rank, dst_rank): a mirror cannot re-target them.
-    for (const Op& op : list.ops)
+    auto [it, fresh] = m_mirrorable.try_emplace(owner, true);
+    if (fresh)
     {
-        if (op.kind == OpKind::Memcpy && op.copyKind == gpusim::MemcpyKind::PeerToPeer &&
-            (op.srcRank >= 0 || op.dstRank >= 0))
+        // Peer copies name absolute ranks (src_rank, dst_rank): a mirror cannot re-target them.
+        for (const Op& op : m_job->ranks[owner].ops)
         {
-            return false;
+            if (op.kind == OpKind::Memcpy && op.copyKind == gpusim::MemcpyKind::PeerToPeer &&
+                (op.srcRank >= 0 || op.dstRank >= 0))
+            {
+                it->second = false;
+                break;
+            }
         }
     }
-    return true;
+    return it->second;
 }
 
 void

@@ -115,8 +115,9 @@ class GpuWorkload : public Object
   private:
     void OnActivity(const StreamActivity& a);
     void OnCollective(const CollectiveRecord& r);
-    /// Mirroring is on and ranks sharing `list` can mirror its owner.
-    bool Mirrorable(const gpusim::RankTrace& list) const;
+    /// Mirroring is on and ranks sharing rank `owner`'s op list can mirror it (checked once
+    /// per list).
+    bool Mirrorable(uint32_t owner);
     /// Tells each mirror which of its communicators are private twins of its representative's
     /// (CudaContext::SetTwinComms): one server, nothing else on those GPUs' NVLink ports, the
     /// same local GPUs in comm-rank order.
@@ -150,6 +151,7 @@ class GpuWorkload : public Object
     bool m_recordActivities;
     bool m_recordCollectives;
     bool m_mirrorRanks;
+    std::map<uint32_t, bool> m_mirrorable; //!< Mirrorable() by list owner
     bool m_recordTransfers;
     uint32_t m_maxTransfers;
 };
