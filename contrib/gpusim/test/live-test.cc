@@ -374,15 +374,17 @@ TEST(Live, InterruptStopsEverything)
     REQUIRE_SHIM();
     TempDir d;
     auto t0 = std::chrono::steady_clock::now();
+    // -n 1003: a count no other test uses, so the pgrep below cannot see the rank processes of
+    // a test running beside this one (ctest -j).
     Result r = Shell(d, "timeout --preserve-status -s INT 2 " + kGpusim + " run --servers 1 --gpus 2 -- " + kPerf +
-                          " -b 1M -e 1M -n 1000 -w 1 --sleep-ms 10");
+                          " -b 1M -e 1M -n 1003 -w 1 --sleep-ms 10");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.code, 130) << r.err;
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
     EXPECT_LT(s, 12.0);
     // No rank process is left behind.
     // "[f]": the pattern must not match the shell running pgrep itself.
-    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1000' || true)");
+    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1003' || true)");
     EXPECT_EQ(left.out, "");
 }
 
