@@ -61,6 +61,20 @@ enum class Recompute : uint8_t
     Full,      //!< store each layer's input only; recompute the layer before its backward
 };
 
+/// How weight gradients of successive micro-batches are summed.
+enum class GradAccumulation : uint8_t
+{
+    /// Inside the weight-gradient GEMM (Megatron-LM's --gradient-accumulation-fusion): free.
+    Fused,
+    /// A backward hook adds every micro-batch's gradient into its main_grad buffer
+    /// (Megatron-LM's contiguous-buffer DDP: param.main_grad.add_(param.grad.data)).
+    MainGradHook,
+    /// PyTorch autograd's AccumulateGrad: the first micro-batch's gradient becomes .grad as is,
+    /// each later one is added in place (torch DDP, and Megatron-LM's local DDP without
+    /// contiguous buffers, as in its 2021 SC'21 runs).
+    Autograd,
+};
+
 struct TrainingPlan
 {
     uint32_t tp = 1;
@@ -81,11 +95,7 @@ struct TrainingPlan
     /// Narayanan et al. 2021 section 4.1 scatter/gather: without SP, each TP rank sends 1/t of
     /// the pipeline payload over its own NIC and the receiving stage all-gathers it over NVLink.
     bool scatterGatherP2p = false;
-    /// Weight gradients accumulate inside the weight-gradient GEMM (Megatron-LM's
-    /// --gradient-accumulation-fusion). false: after every micro-batch's backward, each
-    /// gradient is added into its main_grad buffer by a separate kernel (Megatron-LM 2021 DDP
-    /// hook, param.main_grad.add_(param.grad.data)).
-    bool gradAccumFusion = true;
+    GradAccumulation gradAccum = GradAccumulation::Fused;
 
     uint32_t Gpus() const
     {

@@ -265,6 +265,7 @@ class RankGenerator
     const TrainingPlan& m_p;
     uint32_t m_rank;
     RankPosition m_pos;
+    bool m_firstBackward = false; //!< the backward being emitted is its chunk's first micro-batch
     double m_e;
     double m_s;
     double m_tokens;
@@ -596,9 +597,10 @@ RankGenerator::BiasDropoutAdd()
 void
 RankGenerator::AccumulateGrads(double params)
 {
-    // Without gradient-accumulation fusion (Megatron-LM 2021 DDP hook): read each new weight
-    // gradient and its main_grad, write main_grad, once per micro-batch.
-    if (m_p.gradAccumFusion || params <= 0)
+    // Without gradient-accumulation fusion: read each new weight gradient and the sum so far,
+    // write the sum; a hook does it every micro-batch, autograd from the second one on.
+    if (m_p.gradAccum == GradAccumulation::Fused || params <= 0 ||
+        (m_p.gradAccum == GradAccumulation::Autograd && m_firstBackward))
     {
         return;
     }
@@ -757,6 +759,7 @@ RankGenerator::Backward(const PipeStep& s)
 {
     // Gradients are reduced once, while the last micro-batch of the chunk runs backward.
     const bool reduce = m_p.overlapGradReduce && s.microBatch == m_microBatches - 1;
+    m_firstBackward = s.microBatch == 0;
     const uint64_t work = ActivationPtr(s) + 1;
     if (m_p.recompute == Recompute::Full)
     {

@@ -54,24 +54,39 @@ TEST(ValidateTraining, ReadsThePublishedRowsAndPlans)
 {
     auto rows = ReadTrainingValidation(kTable, "");
     ASSERT_EQ(rows.size(), 16u); // Table 1: 10 rows, Table 2 PTD: 6 rows
-    const auto& r0 = rows[0];    // 1.7B, TP 1, PP 1, 32 GPUs, batch 512, 137 TFLOP/s
+    // 1.7B, TP 1, PP 1, 32 GPUs, batch 512, 137 TFLOP/s; run_table_1.sh: MBS 16, torch DDP.
+    const auto& r0 = rows[0];
     EXPECT_EQ(r0.model.layers, 24u);
     EXPECT_EQ(r0.model.hidden, 2304u);
     EXPECT_EQ(r0.model.ffn, 4u * 2304u);
     EXPECT_EQ(r0.plan.dp, 32u);
+    EXPECT_EQ(r0.plan.microBatch, 16u);
     EXPECT_EQ(r0.plan.virtualStages, 1u);
     EXPECT_FALSE(r0.plan.scatterGatherP2p);
-    EXPECT_EQ(MicroBatches(r0.model, r0.plan), 16u); // 512 / (1 x 32)
+    EXPECT_EQ(MicroBatches(r0.model, r0.plan), 1u); // 512 / (16 x 32)
     EXPECT_EQ(r0.plan.recompute, Recompute::Full);
-    EXPECT_FALSE(r0.plan.overlapGradReduce);
+    EXPECT_TRUE(r0.plan.overlapGradReduce);            // torch DDP
+    EXPECT_EQ(r0.plan.bucketParams, 13107200u);        // 25 MiB of fp16 gradients
+    EXPECT_EQ(r0.plan.gradAccum, GradAccumulation::Autograd);
     EXPECT_DOUBLE_EQ(r0.measuredTflops, 137);
-    const auto& r4 = rows[4]; // 39.1B: 48 layers, TP 8, PP 2, 512 GPUs -> DP 32, 24 layers/stage
+    // 18.4B: MBS 8 on DP 32, batch 1024 -> 4 micro-batches.
+    EXPECT_EQ(MicroBatches(rows[3].model, rows[3].plan), 4u);
+    // 39.1B: TP 8, PP 2, 512 GPUs -> DP 32; MBS 4, local DDP, not interleaved.
+    const auto& r4 = rows[4];
     EXPECT_EQ(r4.plan.dp, 32u);
-    EXPECT_EQ(r4.plan.virtualStages, 2u);
+    EXPECT_EQ(r4.plan.microBatch, 4u);
+    EXPECT_EQ(r4.plan.virtualStages, 1u);
     EXPECT_TRUE(r4.plan.scatterGatherP2p);
-    const auto& r8 = rows[8]; // 529.6B: 105 layers on PP 35 -> 3 per stage -> 3 chunks
+    EXPECT_FALSE(r4.plan.overlapGradReduce);
+    // 76.1B: 60 layers on PP 4 = 15 per stage, 5 per virtual stage -> 3 chunks.
+    EXPECT_EQ(rows[5].plan.virtualStages, 3u);
+    // 529.6B: 105 layers on PP 35 = 3 per stage, 1 per virtual stage -> 3 chunks.
+    const auto& r8 = rows[8];
     EXPECT_EQ(r8.plan.virtualStages, 3u);
     EXPECT_EQ(r8.plan.dp, 9u);
+    EXPECT_EQ(rows[9].plan.virtualStages, 1u); // 1T: not interleaved in the artifact
+    // Table 2's 175B: 8 layers per stage, 2 per virtual stage -> 4 chunks.
+    EXPECT_EQ(rows[10].plan.virtualStages, 4u);
     EXPECT_EQ(ReadTrainingValidation(kTable, "narayanan2021-table2-ptd").size(), 6u);
 }
 
@@ -129,25 +144,40 @@ TEST(ValidateTraining, ScatterGatherSplitsPipelineTransfersOverTp)
     }
 }
 
-TEST(ValidateTraining, SmallestPublishedRowsWithinBound)
+TEST(ValidateTraining, SmallestPublishedRowsStayWithinTheRecordedError)
 {
-    // The two smallest rows of Table 1 (32 and 64 GPUs), both predictions: the A100's GEMMs by
-    // the shape model (gpu-spec.cc, from a published matmul measurement), nothing fitted on the
-    // table. Bound: the errors reached (+10.3 % and +8.0 % when written) with margin.
+    // The two smallest rows of Table 1 (32 and 64 GPUs) as the paper's artifact ran them
+    // (micro-batch 16, torch DDP), both predictions: nothing fitted on the table. The goal
+    // (10 %) is not reached: +23.9 % and +23.6 % when written (doc/validation.md); this bound
+    // catches a change that moves them further away.
     auto rows = ReadTrainingValidation(kTable, "narayanan2021-table1");
     ASSERT_GE(rows.size(), 2u);
     RunTrainingValidationRow(rows[0]);
     RunTrainingValidationRow(rows[1]);
     ASSERT_TRUE(rows[0].run) << rows[0].note;
     ASSERT_TRUE(rows[1].run) << rows[1].note;
-    EXPECT_LT(std::fabs(rows[0].errorPct), 12.0) << rows[0].simulatedTflops;
-    EXPECT_LT(std::fabs(rows[1].errorPct), 10.0) << rows[1].simulatedTflops;
-    // The shape model reaches the simulation: every GEMM at the A100's best measured
-    // efficiency (271.2 / 312 = 0.869, the flat what-if) runs faster than with tile and wave
-    // quantization (0.59 - 0.88 for this row's GEMMs, doc/validation.md).
-    auto flat = rows[0];
+    EXPECT_GT(rows[0].errorPct, 0) << "simulated slower than measured";
+    EXPECT_LT(rows[0].errorPct, 26.0) << rows[0].simulatedTflops;
+    EXPECT_LT(rows[1].errorPct, 26.0) << rows[1].simulatedTflops;
+}
+
+TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
+{
+    // At micro-batch 1 the 1.7B row's GEMMs leave 2 - 6 waves partly empty (0.59 - 0.88 of
+    // peak by the shape model, doc/validation.md): every GEMM at the A100's best measured
+    // efficiency (271.2 / 312, the flat what-if) runs more than 5 % faster. Fails if the
+    // attribute does not reach the cost model.
+    TrainingValidationRow row;
+    row.table = "t";
+    row.preset = "dgx-a100";
+    row.model = MegatronGptModel(24, 2304, 24);
+    row.plan = MegatronPlan(row.model, 1, 1, 32, 512, false);
+    row.measuredTflops = 137;
+    TrainingValidationRow flat = row;
+    RunTrainingValidationRow(row);
     RunTrainingValidationRow(flat, 271.2 / 312);
-    EXPECT_GT(flat.simulatedTflops, rows[0].simulatedTflops * 1.05);
+    ASSERT_TRUE(row.run && flat.run);
+    EXPECT_GT(flat.simulatedTflops, row.simulatedTflops * 1.05);
 }
 
 TEST(ValidateTraining, UnfusedAttentionIsMegatronsKernelSequence)
@@ -195,16 +225,10 @@ TEST(ValidateTraining, UnfusedAttentionIsMegatronsKernelSequence)
     EXPECT_DOUBLE_EQ(flops("attention_values_bwd") + flops("attention_scores_bwd"), 8 * tsh);
 }
 
-TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
+// The adds of one rank's op list, sorted.
+std::vector<double>
+GradAccumulateBytes(const ModelSpec& m, const TrainingPlan& p)
 {
-    // Megatron-LM 2021 DDP: each micro-batch's weight gradients are added into main_grad (fp16
-    // here): 2 + 2 x 2 = 6 B per local parameter. h 256, FFN 4h, biases, 2 LayerNorms: a layer
-    // has 12 h^2 + 13 h = 789760 parameters, 394880 per TP rank (TP 2): 2369280 B. Embeddings:
-    // (51200 / 2 + 2048 positions) x 256 = 7077888 parameters, 42467328 B; tied embeddings on
-    // one stage: no separate output-layer add. 2 layers x 2 micro-batches + 2 embedding adds.
-    const ModelSpec m = MegatronGptModel(2, 256, 4);
-    TrainingPlan p = MegatronPlan(m, 2, 1, 2, 2, false);
-    EXPECT_FALSE(p.gradAccumFusion);
     std::vector<double> adds;
     const GeneratedTraining g = GenerateTraining(m, p, false);
     for (const Op& op : g.job->ranks[0].ops)
@@ -215,14 +239,60 @@ TEST(ValidateTraining, GradientsAccumulateIntoMainGradEveryMicroBatch)
         }
     }
     std::sort(adds.begin(), adds.end());
-    EXPECT_EQ(adds, (std::vector<double>{2369280, 2369280, 2369280, 2369280, 42467328,
-                                         42467328}));
+    return adds;
+}
+
+TEST(ValidateTraining, GradientsAccumulateAsAutogradOrAHookDoes)
+{
+    // Each add reads the new fp16 gradient and the sum, writes the sum: 2 + 2 x 2 = 6 B per
+    // local parameter. h 256, FFN 4h, biases, 2 LayerNorms: a layer has 12 h^2 + 13 h =
+    // 789760 parameters, 394880 per TP rank (TP 2): 2369280 B. Embeddings: (51200 / 2 + 2048
+    // positions) x 256 = 7077888 parameters, 42467328 B; tied embeddings on one stage: no
+    // separate output-layer add. 2 layers, 3 micro-batches.
+    const ModelSpec m = MegatronGptModel(2, 256, 4);
+    TrainingPlan p = MegatronPlan(m, 2, 1, 2, 3, false);
+    // PyTorch autograd (the SC'21 runs): the first micro-batch's gradient is taken as is, the
+    // second and third are added: 2 x (2 layers + embeddings).
+    EXPECT_EQ(p.gradAccum, GradAccumulation::Autograd);
+    EXPECT_EQ(GradAccumulateBytes(m, p),
+              (std::vector<double>{2369280, 2369280, 2369280, 2369280, 42467328, 42467328}));
+    // A main_grad hook (Megatron-LM's contiguous-buffer DDP) adds every micro-batch: 3 x.
+    p.gradAccum = GradAccumulation::MainGradHook;
+    EXPECT_EQ(GradAccumulateBytes(m, p),
+              (std::vector<double>{2369280, 2369280, 2369280, 2369280, 2369280, 2369280,
+                                   42467328, 42467328, 42467328}));
     // With the fusion (the generator's default, later Megatron-LM) there is no separate add.
-    p.gradAccumFusion = true;
-    const GeneratedTraining fused = GenerateTraining(m, p, false);
-    for (const Op& op : fused.job->ranks[0].ops)
+    p.gradAccum = GradAccumulation::Fused;
+    EXPECT_TRUE(GradAccumulateBytes(m, p).empty());
+}
+
+TEST(ValidateTraining, ArtifactOptionsMakeThePlan)
+{
+    const ModelSpec m = MegatronGptModel(60, 10240, 80);
+    MegatronRunOptions run;
+    run.microBatch = 2;
+    run.layersPerVirtualStage = 5;
+    const TrainingPlan p = MegatronPlan(m, 8, 4, 1024, 1792, run);
+    EXPECT_EQ(p.virtualStages, 3u); // 15 layers per stage / 5
+    EXPECT_EQ(p.microBatch, 2u);
+    EXPECT_EQ(MicroBatches(m, p), 28u); // 1792 / (2 x 32)
+    EXPECT_FALSE(p.overlapGradReduce);
+    run.layersPerVirtualStage = 4; // does not divide 15
+    EXPECT_THROW(MegatronPlan(m, 8, 4, 1024, 1792, run), std::invalid_argument);
+    TestTempDir dir("validate-training-artifact");
+    const std::string f = dir.Path("bad.json");
+    std::ofstream(f) << R"({"tables": [{"id": "t", "rows": [
+        {"heads": 80, "hidden": 10240, "layers": 60, "tp": 8, "pp": 4, "gpus": 1024,
+         "batch": 1792, "tflops_per_gpu": 140, "micro_batch": 2, "ddp": "horovod"}]}]})";
+    try
     {
-        EXPECT_NE(op.name, "grad_accumulate");
+        ReadTrainingValidation(f, "");
+        FAIL() << "no error";
+    }
+    catch (const std::runtime_error& e)
+    {
+        EXPECT_NE(std::string(e.what()).find("table t row 1: 'ddp'"), std::string::npos)
+            << e.what();
     }
 }
 

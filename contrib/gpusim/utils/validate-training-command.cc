@@ -90,6 +90,45 @@ RowNumber(simdjson::dom::element re, const char* key, const std::string& where)
     return v;
 }
 
+/// A row's plan: the artifact's options where the row gives them ("micro_batch", "ddp",
+/// "layers_per_virtual_stage"), else the table's "interleaved" rule with micro-batch 1.
+TrainingPlan
+ReadRowPlan(simdjson::dom::element re, const ModelSpec& model, uint32_t tp, uint32_t pp,
+            uint32_t gpus, bool interleaved, const std::string& where)
+{
+    const uint32_t batch = RowCount(re, "batch", where);
+    simdjson::dom::element unused;
+    const bool artifact = !re["micro_batch"].get(unused) || !re["ddp"].get(unused) ||
+                          !re["layers_per_virtual_stage"].get(unused);
+    if (!artifact)
+    {
+        return MegatronPlan(model, tp, pp, gpus, batch, interleaved);
+    }
+    MegatronRunOptions run;
+    run.microBatch = RowCount(re, "micro_batch", where);
+    std::string_view ddp;
+    if (re["ddp"].get(ddp) || (ddp != "torch" && ddp != "local"))
+    {
+        throw std::runtime_error(where + ": 'ddp' missing or not \"torch\" or \"local\"");
+    }
+    run.torchDdp = ddp == "torch";
+    uint64_t lpvs = 0;
+    if (re["layers_per_virtual_stage"].get(unused) == simdjson::SUCCESS &&
+        (re["layers_per_virtual_stage"].get(lpvs) || lpvs > model.layers))
+    {
+        throw std::runtime_error(where + ": 'layers_per_virtual_stage' is not a count");
+    }
+    run.layersPerVirtualStage = static_cast<uint32_t>(lpvs);
+    try
+    {
+        return MegatronPlan(model, tp, pp, gpus, batch, run);
+    }
+    catch (const std::invalid_argument& e)
+    {
+        throw std::runtime_error(where + ": " + e.what());
+    }
+}
+
 std::string
 Fixed(double v, int digits)
 {
@@ -129,20 +168,45 @@ MegatronGptModel(uint32_t layers, uint32_t hidden, uint32_t heads)
 
 TrainingPlan
 MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t batch,
-             bool interleaved)
+             const MegatronRunOptions& run)
 {
     TrainingPlan p;
     p.tp = tp;
     p.pp = pp;
     p.dp = (tp > 0 && pp > 0) ? gpus / (tp * pp) : 0;
-    p.microBatch = 1;
+    p.microBatch = run.microBatch;
     p.globalBatch = batch;
     p.recompute = Recompute::Full; // eq. 3 counts the recomputed forward
     p.flashAttention = false;      // 2021: fused scale-mask-softmax, scores stored
     p.distributedOptimizer = false;
-    p.overlapGradReduce = false;   // 2021 DDP: all-reduce after the backward
-    p.gradDtype = DataType::F16;   // fp16 main grads (no --accumulate-allreduce-grads-in-fp32)
-    p.gradAccumFusion = false;     // 2021 DDP hook adds each micro-batch's gradients
+    p.gradDtype = DataType::F16; // fp16 grads (no --accumulate-allreduce-grads-in-fp32)
+    // No --use-contiguous-buffers-in-ddp in the artifact: autograd accumulates .grad.
+    p.gradAccum = GradAccumulation::Autograd;
+    // torch DDP: 25 MiB buckets all-reduced as the backward fills them (no_sync on all but the
+    // last micro-batch); local DDP: one all-reduce of the gradients after the backward.
+    p.overlapGradReduce = run.torchDdp;
+    p.bucketParams = run.torchDdp ? kTorchDdpBucketParams : 0;
+    if (run.layersPerVirtualStage > 0 && pp > 1 && m.layers % pp == 0)
+    {
+        const uint32_t perStage = m.layers / pp;
+        if (perStage % run.layersPerVirtualStage)
+        {
+            throw std::invalid_argument(
+                "layers per virtual stage " + std::to_string(run.layersPerVirtualStage) +
+                " does not divide the " + std::to_string(perStage) + " layers per stage");
+        }
+        p.virtualStages = perStage / run.layersPerVirtualStage;
+    }
+    // The scatter/gather optimization is on by default in the 2021 code (an opt-out flag).
+    p.scatterGatherP2p = pp > 1;
+    return p;
+}
+
+TrainingPlan
+MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32_t batch,
+             bool interleaved)
+{
+    MegatronRunOptions run;
     if (interleaved && pp > 1 && m.layers % pp == 0)
     {
         const uint32_t perStage = m.layers / pp;
@@ -150,12 +214,13 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
         {
             if (perStage % v == 0)
             {
-                p.virtualStages = v;
+                run.layersPerVirtualStage = perStage / v;
                 break;
             }
         }
-        p.scatterGatherP2p = true;
     }
+    TrainingPlan p = MegatronPlan(m, tp, pp, gpus, batch, run);
+    p.scatterGatherP2p = p.virtualStages > 1;
     return p;
 }
 
@@ -218,7 +283,7 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
                 throw std::runtime_error(where + ": gpus " + std::to_string(gpus) +
                                          " is not a multiple of tp x pp");
             }
-            r.plan = MegatronPlan(r.model, tp, pp, gpus, RowCount(re, "batch", where), interleaved);
+            r.plan = ReadRowPlan(re, r.model, tp, pp, gpus, interleaved, where);
             uint64_t vpp = 0;
             if (!re["vpp"].get(vpp))
             {
@@ -313,16 +378,17 @@ std::string
 TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows)
 {
     std::ostringstream os;
-    os << "| table | params (B) | l | h | a | TP | PP | DP | VPP | GPUs | batch | measured "
+    os << "| table | params (B) | l | h | a | TP | PP | DP | VPP | MBS | GPUs | batch | measured "
           "TFLOP/s | simulated TFLOP/s | error | iteration (ms) |\n";
     os << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-          "---: | ---: | ---: |\n";
+          "---: | ---: | ---: | ---: |\n";
     std::vector<double> errs;
     for (const auto& r : rows)
     {
         os << "| " << r.table << " | " << Fixed(r.paramsB, 1) << " | " << r.model.layers << " | "
            << r.model.hidden << " | " << r.model.heads << " | " << r.plan.tp << " | " << r.plan.pp
-           << " | " << r.plan.dp << " | " << r.plan.virtualStages << " | " << r.plan.Gpus()
+           << " | " << r.plan.dp << " | " << r.plan.virtualStages << " | " << r.plan.microBatch
+           << " | " << r.plan.Gpus()
            << " | " << r.plan.globalBatch << " | " << Fixed(r.measuredTflops, 0) << " | ";
         if (r.run)
         {
@@ -395,6 +461,7 @@ RowsJson(const std::vector<TrainingValidationRow>& rows)
         os << (i ? ",\n  " : "\n  ") << "{\"table\": \"" << r.table << "\", \"params_b\": "
            << r.paramsB << ", \"tp\": " << r.plan.tp << ", \"pp\": " << r.plan.pp
            << ", \"dp\": " << r.plan.dp << ", \"vpp\": " << r.plan.virtualStages
+           << ", \"micro_batch\": " << r.plan.microBatch
            << ", \"gpus\": " << r.plan.Gpus() << ", \"batch\": " << r.plan.globalBatch
            << ", \"measured_tflops\": " << r.measuredTflops << ", \"run\": "
            << (r.run ? "true" : "false");

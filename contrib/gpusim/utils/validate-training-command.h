@@ -4,7 +4,8 @@
  *
  * Reads a JSON file in the shape of contrib/gpusim/test/data/megatron-lm-2021-throughput.json
  * ({"tables": [{"id", "source", "preset", "interleaved", "rows": [{"heads", "hidden",
- * "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu", ...}]}]}), builds each row's GPT
+ * "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu", optional "micro_batch", "ddp"
+ * ("torch" | "local"), "layers_per_virtual_stage", "vpp"}]}]}), builds each row's GPT
  * model and Megatron-LM (2021) plan, simulates one iteration on the table's cluster preset and
  * compares the achieved TFLOP/s per GPU computed with the paper's own FLOP count (Narayanan et
  * al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
@@ -54,10 +55,26 @@ double MegatronPaperFlops(double batch, double seq, double layers, double hidden
 /// tied embeddings).
 ModelSpec MegatronGptModel(uint32_t layers, uint32_t hidden, uint32_t heads);
 
-/// Megatron-LM as the paper ran it: micro-batch 1, full recomputation, unfused attention,
-/// fp16 gradients all-reduced after the backward (no overlap, no distributed optimizer; the
-/// 2021 code), interleaved schedule with the scatter/gather optimization when `interleaved`
-/// and PP > 1, with the smallest virtual-stage count > 1 that divides the layers per stage.
+/// The per-run options of Megatron-LM's SC'21 artifact (examples/academic_paper_scripts/sc21/
+/// run_table_1.sh): micro-batch size, --DDP-impl and --num-layers-per-virtual-pipeline-stage.
+struct MegatronRunOptions
+{
+    uint32_t microBatch = 1;
+    bool torchDdp = false;              //!< torch DDP (bucketed, overlapped) vs Megatron's local DDP
+    uint32_t layersPerVirtualStage = 0; //!< 0: not interleaved
+};
+
+/// torch.nn.parallel.DistributedDataParallel's default bucket_cap_mb = 25 MiB of fp16 gradients.
+constexpr uint64_t kTorchDdpBucketParams = 25ull * 1024 * 1024 / 2;
+
+/// Megatron-LM as the SC'21 runs ran it: full recomputation, unfused attention, fp16 gradients
+/// accumulated by autograd; torch DDP all-reduces them in 25 MiB buckets during the (last)
+/// backward, the local DDP after the backward (no distributed optimizer; the 2021 code);
+/// interleaved schedule with the scatter/gather optimization when layersPerVirtualStage > 0.
+TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus,
+                          uint32_t batch, const MegatronRunOptions& run);
+/// As above with micro-batch 1 and the local DDP; `interleaved` (and PP > 1) picks the smallest
+/// virtual-stage count > 1 that divides the layers per stage.
 TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus,
                           uint32_t batch, bool interleaved);
 
