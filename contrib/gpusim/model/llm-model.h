@@ -96,6 +96,10 @@ struct TrainingPlan
     /// the pipeline payload over its own NIC and the receiving stage all-gathers it over NVLink.
     bool scatterGatherP2p = false;
     GradAccumulation gradAccum = GradAccumulation::Fused;
+    /// Megatron-LM's --cross-entropy-loss-fusion (one fused pass over the logits, as tuned
+    /// recipes run it). false: Megatron-LM's own default, vocab_parallel_cross_entropy, eager
+    /// passes over the logits cast to fp32 (and the 2021 code's only choice).
+    bool crossEntropyFusion = true;
 
     uint32_t Gpus() const
     {

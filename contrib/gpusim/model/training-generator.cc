@@ -682,9 +682,12 @@ RankGenerator::HeadForward()
     Norm(false);
     TpForward(true);
     Gemm("logits", m_tokens, v, m_m.hidden, 1);
-    // Vocabulary-parallel cross entropy: logits read, fp32 softmax written and read back; the
-    // max, target logit and sum of exponentials meet in AllReduces over TP (one op here).
-    Kernel("cross_entropy", 0, m_tokens * v * (m_e + 8));
+    // Vocabulary-parallel cross entropy; the max, target logit and sum of exponentials meet in
+    // AllReduces over TP (one op here). Fused: logits read, fp32 softmax written and read back.
+    // Megatron's default (tensor_parallel.vocab_parallel_cross_entropy): the logits cast to
+    // fp32 (read e, write 4 B), max (read 4), in-place subtract (8), exp (8), sum (4), divide
+    // by the sum (8): e + 36 B per logit.
+    Kernel("cross_entropy", 0, m_tokens * v * (m_e + (m_p.crossEntropyFusion ? 8 : 36)));
     if (m_p.tp > 1)
     {
         Coll(CollKind::AllReduce, TpComm(), m_p.tp, 3 * 4 * m_tokens, kCompute, DataType::F32);
@@ -695,7 +698,9 @@ void
 RankGenerator::HeadBackward()
 {
     const double v = m_vocab / m_p.tp;
-    Kernel("cross_entropy_bwd", 0, m_tokens * v * (4 + m_e));
+    // Fused: the fp32 softmax read, the gradient written. Default: the softmax scaled by the
+    // loss gradient in place (8 B), then cast back to the logits' type (4 + e).
+    Kernel("cross_entropy_bwd", 0, m_tokens * v * ((m_p.crossEntropyFusion ? 4 : 12) + m_e));
     Gemm("logits_bwd", m_tokens, v, m_m.hidden, 2);
     TpForward(false);
     Norm(true);

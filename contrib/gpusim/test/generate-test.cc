@@ -504,3 +504,33 @@ TEST(Generate, BadInputIsReported)
     EXPECT_EQ(y.layers, 4u);
     EXPECT_EQ(y.kvHeads, 8u);
 }
+
+TEST(Generate, CrossEntropyBytesFusedOrMegatronsDefault)
+{
+    // Tiny GPT: vocabulary 1000 padded to a multiple of 128 x TP = 256 -> 1024, 512 per TP
+    // rank; one micro-batch of 128 tokens, bf16 logits (2 B). Megatron's default loss
+    // (vocab_parallel_cross_entropy on the logits cast to fp32): cast 2 + 4, max 4, subtract
+    // 8, exp 8, sum 4, divide 8 = 38 B per logit forward; scale 8 and cast back 4 + 2 = 14 B
+    // backward. Fused (--cross-entropy-loss-fusion): 2 + 8 and 4 + 2.
+    const ModelSpec m = TinyGpt(2);
+    TrainingPlan p = Plan(2, 1, 1, 1);
+    EXPECT_TRUE(p.crossEntropyFusion); // the generator's default
+    p.crossEntropyFusion = false;
+    auto bytes = [&](const char* name) {
+        const GeneratedTraining g = GenerateTraining(m, p, false);
+        for (const Op& op : OpsOf(*g.job, 0))
+        {
+            if (op.name == name)
+            {
+                return op.memBytes;
+            }
+        }
+        return -1.0;
+    };
+    const double logits = 128.0 * 512;
+    EXPECT_DOUBLE_EQ(bytes("cross_entropy"), logits * 38);
+    EXPECT_DOUBLE_EQ(bytes("cross_entropy_bwd"), logits * 14);
+    p.crossEntropyFusion = true;
+    EXPECT_DOUBLE_EQ(bytes("cross_entropy"), logits * 10);
+    EXPECT_DOUBLE_EQ(bytes("cross_entropy_bwd"), logits * 6);
+}

@@ -24,7 +24,8 @@ const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "
                                             "vpp", "micro-batch", "global-batch", "seq-length",
                                             "recompute", "bucket-params", "grad-dtype"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
-                                          "no-overlap-grad-reduce", "no-flash-attn"};
+                                          "no-overlap-grad-reduce", "no-flash-attn",
+                                          "no-cross-entropy-fusion"};
 
 void
 PrintGenerateUsage(std::ostream& os)
@@ -34,7 +35,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
           "         [--recompute none|selective|full] [--distributed-optimizer]\n"
           "         [--no-overlap-grad-reduce] [--bucket-params P] [--grad-dtype f32|bf16]\n"
-          "         [--no-flash-attn]\n"
+          "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
           "'collective']\n"
           "         [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
@@ -90,6 +91,7 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     plan.overlapGradReduce = !o.Has("no-overlap-grad-reduce");
     plan.bucketParams = o.Count("bucket-params", 0);
     plan.flashAttention = !o.Has("no-flash-attn");
+    plan.crossEntropyFusion = !o.Has("no-cross-entropy-fusion");
     const std::string g = o.Get("grad-dtype", "f32");
     if (g != "f32" && g != "bf16")
     {

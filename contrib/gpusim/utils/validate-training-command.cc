@@ -178,6 +178,7 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
     p.globalBatch = batch;
     p.recompute = Recompute::Full; // eq. 3 counts the recomputed forward
     p.flashAttention = false;      // 2021: fused scale-mask-softmax, scores stored
+    p.crossEntropyFusion = false;  // 2021: vocab_parallel_cross_entropy(output.float(), ...)
     p.distributedOptimizer = false;
     p.gradDtype = DataType::F16; // fp16 grads (no --accumulate-allreduce-grads-in-fp32)
     // No --use-contiguous-buffers-in-ddp in the artifact: autograd accumulates .grad.
