@@ -16,7 +16,10 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <set>
 #include <string>
 #include <tuple>
@@ -44,6 +47,15 @@ OpsOf(const JobTrace& job, uint32_t r)
 {
     const RankTrace& rt = job.ranks.at(r);
     return rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom).ops : rt.ops;
+}
+
+std::string
+ReadAll(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 bool
@@ -544,4 +556,30 @@ TEST(ContextParallel, BadPlansGiveClearErrors)
         << r.err;
     r = Cli({"generate", "--model", "llama3-8b", "--cp", "0", "--simulate"});
     EXPECT_NE(r.code, 0);
+}
+
+TEST(ContextParallel, SearchBoundHoldsForCpPlans)
+{
+    // The search's lower bound (GEMMs and TP traffic of the rank's s / CP tokens, ZeRO-1 over
+    // DP x CP) against simulated CP plans on one dgx-h100 (every plan simulated).
+    TestTempDir tmp("cp-search");
+    const CliResult r =
+        Cli({"search", "--model", "llama3-8b", "--preset", "dgx-h100", "--servers", "1",
+             "--global-batch", "8", "--micro-batches", "1", "--sp", "both", "--zero", "on",
+             "--recompute", "selective", "--cp", "2,4", "--jobs", "2", "--exhaustive", "--json",
+             tmp.Path("cp.json")});
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const std::string text = ReadAll(tmp.Path("cp.json"));
+    std::regex re("\"bound_us\":([0-9.e+]+),\"iteration_us\":([0-9.e+]+)");
+    size_t checked = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
+    {
+        EXPECT_LE(std::stod((*it)[1]), std::stod((*it)[2])) << (*it)[0];
+        ++checked;
+    }
+    // By hand: TP x PP x DP = 8 / CP with TP | 8 / CP, PP | 32 layers; 8 % DP == 0 always.
+    // CP 2: (TP, PP) over divisors of 4 with TP * PP | 4: 6 layouts, SP doubling TP > 1 ones
+    // (3): 9 plans; CP 4: divisors of 2: 3 layouts, 1 with TP 2: 4 plans. 13 in all.
+    EXPECT_EQ(checked, 13u) << r.out;
+    EXPECT_EQ(text.find("\"cp\":1,"), std::string::npos);
 }
