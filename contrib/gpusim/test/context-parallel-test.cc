@@ -399,6 +399,27 @@ TEST(ContextParallel, SmallPlansSimulateEndToEnd)
             EXPECT_EQ(rw.peakMemoryBytes, r.peakMemoryBytes);
         }
     }
+    // MoE: EP carved out of DP x CP (Megatron-Core's expert rank generator), here EP 2 across
+    // the two CP ranks (DP 1) and EP 2 within DP 2 x CP 2; the expert gradients reduce over
+    // DP x CP / EP.
+    ModelSpec moe = TinyGpt(2);
+    moe.experts = 4;
+    moe.topK = 2;
+    for (uint32_t dp : {1u, 2u})
+    {
+        TrainingPlan e = CpPlan(1, 2, 1, dp, 4);
+        e.ep = 2;
+        e.distributedOptimizer = dp > 1;
+        GeneratedTraining g = GenerateTraining(moe, e);
+        ValidateJobTrace(*g.job);
+        const auto comms = Communicators(*GenerateTraining(moe, e, false).job);
+        EXPECT_EQ(comms.at("ep.s0.t0.g0").size(), 2u);
+        // DP x CP / EP ranks reduce the expert gradients (none with one).
+        EXPECT_EQ(comms.count("edp.s0.t0.e0") ? comms.at("edp.s0.t0.e0").size() : 1u, dp);
+        TrainingReport r = SimulateTraining(g, DgxH100());
+        ASSERT_TRUE(r.completed) << DescribePlan(e) << "\n" << r.stuck;
+        EXPECT_TRUE(r.errors.empty());
+    }
     // Across servers (DP x CP = 4 reduction over 2 servers), ZeRO-1.
     TrainingPlan p = CpPlan(4, 2, 1, 2, 4);
     p.distributedOptimizer = true;
