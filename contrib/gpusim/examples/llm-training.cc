@@ -33,6 +33,7 @@ main(int argc, char* argv[])
     cmd.AddValue("tp", "tensor parallel size", plan.tp);
     cmd.AddValue("pp", "pipeline parallel size", plan.pp);
     cmd.AddValue("dp", "data parallel size", plan.dp);
+    cmd.AddValue("cp", "context parallel size (ring attention)", plan.cp);
     cmd.AddValue("vpp", "model chunks per pipeline rank (interleaved 1F1B if > 1)",
                  plan.virtualStages);
     cmd.AddValue("sp", "sequence parallelism", plan.sequenceParallel);

@@ -41,6 +41,67 @@ Rounded(double bytes)
 
 } // namespace
 
+namespace
+{
+
+/// The plans of one (TP, CP, PP) layout: every schedule / batch / memory option.
+void
+AddLayoutPlans(const ModelSpec& m,
+               const SearchSpace& s,
+               uint32_t tp,
+               uint32_t cp,
+               uint32_t pp,
+               std::vector<TrainingPlan>& plans)
+{
+    for (uint32_t v : s.virtualStages)
+    {
+        for (uint32_t mb : s.microBatches)
+        {
+            for (bool sp : s.sequenceParallel)
+            {
+                if (sp && tp == 1)
+                {
+                    continue; // SP with TP 1 is the plan without SP
+                }
+                for (Recompute rc : s.recompute)
+                {
+                    for (bool zero : s.distributedOptimizer)
+                    {
+                        TrainingPlan p;
+                        p.tp = tp;
+                        p.cp = cp;
+                        p.pp = pp;
+                        p.dp = s.gpus / (tp * cp * pp);
+                        p.seqLength = s.seqLength;
+                        p.virtualStages = v;
+                        p.microBatch = mb;
+                        p.globalBatch = s.globalBatch;
+                        p.sequenceParallel = sp;
+                        p.recompute = rc;
+                        p.distributedOptimizer = zero && p.DpCp() > 1;
+                        if (zero && p.DpCp() == 1)
+                        {
+                            continue; // ZeRO-1 over one replica is the plain optimizer
+                        }
+                        try
+                        {
+                            ValidatePlan(m, p);
+                        }
+                        catch (const std::invalid_argument& e)
+                        {
+                            NS_LOG_LOGIC("skip " << DescribePlan(p) << ": " << e.what());
+                            continue;
+                        }
+                        plans.push_back(p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+} // namespace
+
 std::vector<TrainingPlan>
 EnumeratePlans(const ModelSpec& m, const SearchSpace& s)
 {
@@ -55,50 +116,15 @@ EnumeratePlans(const ModelSpec& m, const SearchSpace& s)
         {
             continue; // TP groups must sit inside one server
         }
-        for (uint32_t pp : Divisors(s.gpus / tp))
+        for (uint32_t cp : s.contextParallel)
         {
-            for (uint32_t v : s.virtualStages)
+            if (cp == 0 || (s.gpus / tp) % cp != 0)
             {
-                for (uint32_t mb : s.microBatches)
-                {
-                    for (bool sp : s.sequenceParallel)
-                    {
-                        if (sp && tp == 1)
-                        {
-                            continue; // SP with TP 1 is the plan without SP
-                        }
-                        for (Recompute rc : s.recompute)
-                        {
-                            for (bool zero : s.distributedOptimizer)
-                            {
-                                TrainingPlan p;
-                                p.tp = tp;
-                                p.pp = pp;
-                                p.dp = s.gpus / (tp * pp);
-                                p.virtualStages = v;
-                                p.microBatch = mb;
-                                p.globalBatch = s.globalBatch;
-                                p.sequenceParallel = sp;
-                                p.recompute = rc;
-                                p.distributedOptimizer = zero && p.dp > 1;
-                                if (zero && p.dp == 1)
-                                {
-                                    continue; // ZeRO-1 over one replica is the plain optimizer
-                                }
-                                try
-                                {
-                                    ValidatePlan(m, p);
-                                }
-                                catch (const std::invalid_argument& e)
-                                {
-                                    NS_LOG_LOGIC("skip " << DescribePlan(p) << ": " << e.what());
-                                    continue;
-                                }
-                                plans.push_back(p);
-                            }
-                        }
-                    }
-                }
+                continue;
+            }
+            for (uint32_t pp : Divisors(s.gpus / (tp * cp)))
+            {
+                AddLayoutPlans(m, s, tp, cp, pp, plans);
             }
         }
     }
@@ -109,14 +135,14 @@ uint64_t
 StagePeakMemory(const ModelSpec& m, const TrainingPlan& p, uint32_t stage)
 {
     const double e = DataTypeSize(m.dtype);
-    const double tokens = double(SeqLength(m, p)) * p.microBatch;
+    const double tokens = double(SeqLength(m, p)) * p.microBatch / p.cp; // the rank's tokens
     const double local = p.sequenceParallel ? tokens / p.tp : tokens;
     const double vocab = PaddedVocab(m, p.tp);
     const uint32_t layersPerChunk = m.layers / (p.pp * p.virtualStages);
     const RankParams params = ParamsOfRank(m, p, stage);
-    const uint32_t edp = p.dp / p.ep;
+    const uint32_t edp = p.DpCp() / p.ep; // ZeRO-1 shards over DP x CP
     const double shard =
-        p.distributedOptimizer ? params.dense / p.dp + params.expert / edp : params.Total();
+        p.distributedOptimizer ? params.dense / p.DpCp() + params.expert / edp : params.Total();
     // Weights, gradients, optimizer states: allocated first, held all iteration.
     const uint64_t fixed = Rounded(params.Total() * e) +
                            Rounded(params.Total() * DataTypeSize(p.gradDtype)) +
@@ -211,7 +237,7 @@ LayerForwardSeconds(const ModelSpec& m,
 {
     const double t = p.tp;
     const double h = m.hidden;
-    const double tokens = double(SeqLength(m, p)) * p.microBatch;
+    const double tokens = double(SeqLength(m, p)) * p.microBatch / p.cp;
     const double kv = 2.0 * m.kvHeads * m.HeadDim();
     const double experts = m.experts > 0 ? m.topK : 1;
     const double mlp = experts * (h * m.ffn * (m.gatedMlp ? 2 : 1) + double(m.ffn) * h);
@@ -243,7 +269,7 @@ IterationLowerBoundUs(const ModelSpec& m, const TrainingPlan& p, const BoundRate
     const uint32_t chunks = p.pp * p.virtualStages;
     const double chunkF = layerF * m.layers / chunks;
     const double chunkB = layerB * m.layers / chunks;
-    const double tokens = double(SeqLength(m, p)) * p.microBatch;
+    const double tokens = double(SeqLength(m, p)) * p.microBatch / p.cp;
     const double logits = 2 * tokens * double(m.hidden) * m.vocab / p.tp /
                           (r.peakFlops * r.computeEfficiency);
     const uint32_t micro = MicroBatches(m, p);
@@ -252,7 +278,7 @@ IterationLowerBoundUs(const ModelSpec& m, const TrainingPlan& p, const BoundRate
     {
         const RankParams params = ParamsOfRank(m, p, k);
         const double shard = p.distributedOptimizer
-                                 ? params.dense / p.dp + params.expert / (p.dp / p.ep)
+                                 ? params.dense / p.DpCp() + params.expert / (p.DpCp() / p.ep)
                                  : params.Total();
         // Adam reads and writes the fp32 master weights, m and v: 24 bytes per parameter.
         minOpt = std::min(minOpt, 24 * shard / (r.hbmBytesPerSec * r.memoryEfficiency));

@@ -40,9 +40,13 @@ struct SearchSpace
     std::vector<bool> sequenceParallel = {false, true}; //!< SP on is tried with TP > 1 only
     std::vector<Recompute> recompute = {Recompute::None, Recompute::Selective};
     std::vector<bool> distributedOptimizer = {false, true};
+    /// Context-parallel degrees tried (TP x CP x PP x DP = GPUs); only what the user asks for.
+    std::vector<uint32_t> contextParallel = {1};
+    uint32_t seqLength = 0; //!< 0 = the model's (CP and SP divisibility depend on it)
 };
 
-/// Plans in a fixed order: TP, PP, virtual stages, micro-batch, SP, recompute, ZeRO-1 ascending.
+/// Plans in a fixed order: TP, CP, PP, virtual stages, micro-batch, SP, recompute, ZeRO-1
+/// ascending.
 std::vector<TrainingPlan> EnumeratePlans(const ModelSpec& m, const SearchSpace& s);
 
 /// Peak bytes of pipeline stage `stage`'s ranks, as the generator allocates them (each

@@ -1,5 +1,7 @@
 #include "ns3/llm-model.h"
 
+#include "ns3/context-parallel.h"
+
 #include "ns3/yaml-fields.h"
 
 #include <yaml-cpp/yaml.h>
@@ -284,9 +286,9 @@ void
 ValidatePlan(const ModelSpec& m, const TrainingPlan& p)
 {
     ValidateModel(m);
-    Require(p.tp >= 1 && p.pp >= 1 && p.dp >= 1 && p.ep >= 1 && p.virtualStages >= 1 &&
-                p.microBatch >= 1,
-            "tp, pp, dp, ep, virtual stages and micro-batch must be >= 1");
+    Require(p.tp >= 1 && p.pp >= 1 && p.dp >= 1 && p.cp >= 1 && p.ep >= 1 &&
+                p.virtualStages >= 1 && p.microBatch >= 1,
+            "tp, pp, dp, cp, ep, virtual stages and micro-batch must be >= 1");
     Require(m.heads % p.tp == 0 && m.kvHeads % p.tp == 0,
             "TP " + Str(p.tp) + " must divide heads " + Str(m.heads) + " and KV heads " +
                 Str(m.kvHeads));
@@ -296,11 +298,14 @@ ValidatePlan(const ModelSpec& m, const TrainingPlan& p)
                                         "virtual stages = " + Str(chunks));
     Require(p.virtualStages == 1 || p.pp > 1, "virtual stages need PP > 1");
     const uint32_t s = SeqLength(m, p);
-    Require(!p.sequenceParallel || s % p.tp == 0,
-            "sequence parallelism needs TP " + Str(p.tp) + " to divide the sequence " + Str(s));
+    ValidateContextParallel(m, p);
+    Require(!p.sequenceParallel || (s / p.cp) % p.tp == 0,
+            "sequence parallelism needs TP " + Str(p.tp) + " to divide the sequence " + Str(s) +
+                (p.cp > 1 ? " / CP " + Str(p.cp) + " = " + Str(s / p.cp) : std::string()));
     Require(p.ep == 1 || m.experts > 0, "expert parallelism needs an MoE model");
-    Require(p.ep == 1 || (p.dp % p.ep == 0 && m.experts % p.ep == 0),
-            "EP " + Str(p.ep) + " must divide DP " + Str(p.dp) + " and experts " +
+    Require(p.ep == 1 || (p.DpCp() % p.ep == 0 && m.experts % p.ep == 0),
+            "EP " + Str(p.ep) + " must divide DP " +
+                (p.cp > 1 ? "x CP = " + Str(p.DpCp()) : Str(p.dp)) + " and experts " +
                 Str(m.experts));
     const uint32_t gb = GlobalBatch(m, p);
     Require(gb > 0, "no global batch: give one (the model has no default)");
@@ -418,7 +423,7 @@ double
 LayerActivations(const ModelSpec& m, const TrainingPlan& p, bool selective)
 {
     const double e = DataTypeSize(m.dtype);
-    const double T = double(SeqLength(m, p)) * p.microBatch;
+    const double T = double(SeqLength(m, p)) * p.microBatch / p.cp; // the rank's tokens
     const double h = m.hidden;
     const double f = m.ffn;
     const double t = p.tp;
@@ -465,7 +470,7 @@ LayerActivationBytes(const ModelSpec& m, const TrainingPlan& p)
     if (p.recompute == Recompute::Full)
     {
         const double input = double(DataTypeSize(m.dtype)) * SeqLength(m, p) * p.microBatch *
-                             m.hidden;
+                             m.hidden / p.cp;
         return p.sequenceParallel ? input / p.tp : input;
     }
     return LayerActivations(m, p, p.recompute == Recompute::Selective);

@@ -80,7 +80,10 @@ struct TrainingPlan
     uint32_t tp = 1;
     uint32_t pp = 1;
     uint32_t dp = 1;
-    uint32_t ep = 1;            //!< expert parallel (MoE): carved out of DP
+    /// Context parallel (Megatron-Core / Transformer Engine ring attention, doc/generate.md
+    /// "Context parallelism"): each rank holds 2 of the sequence's 2 x cp chunks.
+    uint32_t cp = 1;
+    uint32_t ep = 1;            //!< expert parallel (MoE): carved out of DP x CP
     uint32_t virtualStages = 1; //!< model chunks per pipeline rank (> 1: interleaved)
     bool sequenceParallel = false;
     uint32_t microBatch = 1;
@@ -103,7 +106,13 @@ struct TrainingPlan
 
     uint32_t Gpus() const
     {
-        return tp * pp * dp;
+        return tp * cp * pp * dp;
+    }
+
+    /// Ranks holding the same weights (the gradient-reduction / ZeRO-1 group): DP x CP.
+    uint32_t DpCp() const
+    {
+        return dp * cp;
     }
 
     PipelineScheduleKind Schedule() const
@@ -149,7 +158,8 @@ double ModelFlopsPerIteration(const ModelSpec& m, const TrainingPlan& p);
 
 /// Stored activation bytes of one transformer layer for one micro-batch on one TP rank
 /// (Korthikanti et al. 2022, Table 2, generalised to GQA, gated MLPs, MoE, flash attention and
-/// no-dropout models); with Full recomputation, the layer input only.
+/// no-dropout models); with Full recomputation, the layer input only. With context parallelism
+/// every stored tensor covers the rank's s / cp tokens.
 double LayerActivationBytes(const ModelSpec& m, const TrainingPlan& p);
 /// One layer's activations as stored without recomputation (the transient working set of a
 /// layer recomputed for its backward under Full recomputation).

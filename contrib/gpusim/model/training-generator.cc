@@ -1,5 +1,7 @@
 #include "ns3/training-generator.h"
 
+#include "ns3/context-parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -86,15 +88,22 @@ PositionOf(const TrainingPlan& p, uint32_t rank)
 {
     RankPosition pos;
     pos.tp = rank % p.tp;
-    pos.dp = (rank / p.tp) % p.dp;
-    pos.stage = rank / (p.tp * p.dp);
+    pos.cp = (rank / p.tp) % p.cp;
+    pos.dp = (rank / (p.tp * p.cp)) % p.dp;
+    pos.stage = rank / (p.tp * p.cp * p.dp);
     return pos;
 }
 
 uint32_t
 RankAt(const TrainingPlan& p, uint32_t tp, uint32_t dp, uint32_t stage)
 {
-    return tp + p.tp * (dp + p.dp * stage);
+    return RankAt(p, tp, 0, dp, stage);
+}
+
+uint32_t
+RankAt(const TrainingPlan& p, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t stage)
+{
+    return tp + p.tp * (cp + p.cp * (dp + p.dp * stage));
 }
 
 namespace
@@ -170,6 +179,7 @@ namespace
 
 constexpr int64_t kCompute = 1; //!< compute stream (TP and PP communication stay on it)
 constexpr int64_t kGradComm = 2; //!< DP gradient reduction / parameter gather stream
+constexpr int64_t kCpComm = 3;   //!< CP ring KV / dKV exchange (NCCL's own stream in TE)
 
 /// One gradient bucket: parameters reduced together once their last gradient is ready.
 struct Bucket
@@ -201,7 +211,7 @@ class RankGenerator
           m_pos(PositionOf(p, rank)),
           m_e(DataTypeSize(m.dtype)),
           m_s(SeqLength(m, p)),
-          m_tokens(double(m_s) * p.microBatch),
+          m_tokens(double(m_s) * p.microBatch / p.cp), // the rank's 2 of 2 cp chunks
           m_vocab(PaddedVocab(m, p.tp)),
           m_layersPerChunk(m.layers / (p.pp * p.virtualStages)),
           m_microBatches(MicroBatches(m, p))
@@ -221,6 +231,9 @@ class RankGenerator
     std::string EdpComm() const;
     std::string EpComm() const;
     std::string EmbComm() const;
+    std::string CpComm() const;
+    std::string CpSuffix() const;  //!< ".c<k>" with CP > 1 (names without CP unchanged)
+    uint32_t DpCpRank() const;     //!< rank in the DP x CP group: cp + CP x dp
     void InitComms();
     // Op emission.
     Op& Push(OpKind kind, int64_t stream = kCompute);
@@ -243,6 +256,7 @@ class RankGenerator
     void LayerBackward();
     void AttentionCore(bool backward);
     void UnfusedAttentionCore(bool backward);
+    void CpRingAttention(bool backward);
     void AccumulateGrads(double params);
     void Mlp(bool backward);
     void EmbeddingForward();
@@ -283,13 +297,13 @@ class RankGenerator
 std::string
 RankGenerator::TpComm() const
 {
-    return "tp.s" + std::to_string(m_pos.stage) + ".d" + std::to_string(m_pos.dp);
+    return "tp.s" + std::to_string(m_pos.stage) + ".d" + std::to_string(m_pos.dp) + CpSuffix();
 }
 
 std::string
 RankGenerator::PpComm() const
 {
-    return "pp.d" + std::to_string(m_pos.dp) + ".t" + std::to_string(m_pos.tp);
+    return "pp.d" + std::to_string(m_pos.dp) + ".t" + std::to_string(m_pos.tp) + CpSuffix();
 }
 
 std::string
@@ -302,20 +316,40 @@ std::string
 RankGenerator::EpComm() const
 {
     return "ep.s" + std::to_string(m_pos.stage) + ".t" + std::to_string(m_pos.tp) + ".g" +
-           std::to_string(m_pos.dp / m_p.ep);
+           std::to_string(DpCpRank() / m_p.ep);
 }
 
 std::string
 RankGenerator::EdpComm() const
 {
     return "edp.s" + std::to_string(m_pos.stage) + ".t" + std::to_string(m_pos.tp) + ".e" +
-           std::to_string(m_pos.dp % m_p.ep);
+           std::to_string(DpCpRank() % m_p.ep);
 }
 
 std::string
 RankGenerator::EmbComm() const
 {
-    return "emb.d" + std::to_string(m_pos.dp) + ".t" + std::to_string(m_pos.tp);
+    return "emb.d" + std::to_string(m_pos.dp) + ".t" + std::to_string(m_pos.tp) + CpSuffix();
+}
+
+std::string
+RankGenerator::CpComm() const
+{
+    return "cp.s" + std::to_string(m_pos.stage) + ".d" + std::to_string(m_pos.dp) + ".t" +
+           std::to_string(m_pos.tp);
+}
+
+std::string
+RankGenerator::CpSuffix() const
+{
+    return m_p.cp > 1 ? ".c" + std::to_string(m_pos.cp) : std::string();
+}
+
+uint32_t
+RankGenerator::DpCpRank() const
+{
+    // Megatron-Core's "dp-cp" group (and the expert generator's combined index): CP fastest.
+    return m_pos.cp + m_p.cp * m_pos.dp;
 }
 
 Op&
@@ -343,11 +377,12 @@ RankGenerator::InitComms()
     };
     init(TpComm(), m_p.tp, m_pos.tp);
     init(PpComm(), m_p.pp, m_pos.stage);
-    init(DpComm(), m_p.dp, m_pos.dp);
+    init(DpComm(), m_p.DpCp(), DpCpRank()); // weights are replicated over DP x CP
+    init(CpComm(), m_p.cp, m_pos.cp);
     if (m_m.experts)
     {
-        init(EpComm(), m_p.ep, m_pos.dp % m_p.ep);
-        init(EdpComm(), m_p.dp / m_p.ep, m_pos.dp / m_p.ep);
+        init(EpComm(), m_p.ep, DpCpRank() % m_p.ep);
+        init(EdpComm(), m_p.DpCp() / m_p.ep, DpCpRank() / m_p.ep);
     }
     if (m_m.tiedEmbeddings && m_p.pp > 1 && (m_pos.stage == 0 || m_pos.stage == m_p.pp - 1))
     {
@@ -482,6 +517,11 @@ RankGenerator::AttentionCore(bool backward)
         UnfusedAttentionCore(backward);
         return;
     }
+    if (m_p.cp > 1)
+    {
+        CpRingAttention(backward);
+        return;
+    }
     const double t = m_p.tp;
     const double h = m_m.hidden;
     const double kv = 2.0 * m_m.kvHeads * m_m.HeadDim();
@@ -524,6 +564,61 @@ RankGenerator::UnfusedAttentionCore(bool backward)
     }
     Kernel("softmax_bwd", 0, 3 * m_e * elems);
     Gemm("attention_scores_bwd", m_s, d, m_s, 3 * batch);
+}
+
+void
+RankGenerator::CpRingAttention(bool backward)
+{
+    // TE AttnFuncWithCPAndKVP2P (context-parallel.h): cp steps, step i's KV (dKV) exchange with
+    // the ring neighbours on the CP stream overlapping step i's kernel on the compute stream.
+    const uint32_t me = m_pos.cp;
+    const int32_t next = static_cast<int32_t>((me + 1) % m_p.cp);
+    const int32_t prev = static_cast<int32_t>((me + m_p.cp - 1) % m_p.cp);
+    auto exchange = [&](double bytes) {
+        // flash_attn_p2p_communicate: even ranks send first, odd ranks receive first, one
+        // batch_isend_irecv group.
+        const uint64_t group = m_nextGroup++;
+        for (int k = 0; k < 2; ++k)
+        {
+            const bool send = (k == 0) == (me % 2 == 0);
+            Op& op = Push(OpKind::Collective, kCpComm);
+            op.coll = send ? CollKind::Send : CollKind::Recv;
+            op.comm = CpComm();
+            op.peer = send ? next : prev;
+            op.dtype = m_m.dtype;
+            op.bytes = static_cast<uint64_t>(std::llround(bytes));
+            op.count = op.bytes / DataTypeSize(op.dtype);
+            op.group = group;
+        }
+        return RecordEvent(kCpComm);
+    };
+    // The ring starts once this layer's K and V (forward) or dO (backward) exist.
+    WaitEvent(kCpComm, RecordEvent(kCompute));
+    for (uint32_t i = 0; i < m_p.cp; ++i)
+    {
+        const double sendBytes = CpStepSendBytes(m_m, m_p, i, backward);
+        const uint64_t received = sendBytes > 0 ? exchange(sendBytes) : 0;
+        const CpStep st = CpAttentionStep(m_m, m_p, me, i);
+        const std::string name = std::string(backward ? "attention_bwd_cp_" : "attention_cp_") +
+                                 ToString(st.section);
+        Kernel(name, backward ? 2 * st.flops : st.flops, backward ? 2 * st.bytes : st.bytes);
+        if (received)
+        {
+            WaitEvent(kCompute, received); // the next step's KV (backward: this step's dKV)
+        }
+        if (backward)
+        {
+            Kernel("attention_cp_grad_add", 0, CpGradAddBytes(m_m, m_p, me, i));
+            if (i + 1 < m_p.cp)
+            {
+                WaitEvent(kCpComm, RecordEvent(kCompute)); // the dKV sent next includes it
+            }
+        }
+    }
+    if (!backward)
+    {
+        Kernel("attention_cp_correction", 0, CpForwardCorrectionBytes(m_m, m_p, me));
+    }
 }
 
 void
@@ -920,8 +1015,8 @@ void
 RankGenerator::ReduceBucket(int b)
 {
     const Bucket& bucket = m_buckets[b];
-    const uint32_t edp = m_p.dp / m_p.ep;
-    if (m_p.dp < 2 || (bucket.dense == 0 && edp < 2))
+    const uint32_t edp = m_p.DpCp() / m_p.ep;
+    if (m_p.DpCp() < 2 || (bucket.dense == 0 && edp < 2))
     {
         return;
     }
@@ -930,7 +1025,7 @@ RankGenerator::ReduceBucket(int b)
     const CollKind kind = m_p.distributedOptimizer ? CollKind::ReduceScatter : CollKind::AllReduce;
     if (bucket.dense > 0)
     {
-        Coll(kind, DpComm(), m_p.dp, bucket.dense * g, kGradComm, m_p.gradDtype);
+        Coll(kind, DpComm(), m_p.DpCp(), bucket.dense * g, kGradComm, m_p.gradDtype);
     }
     if (bucket.expert > 0 && edp > 1)
     {
@@ -951,13 +1046,13 @@ RankGenerator::OptimizerStep()
              m_p.gradDtype);
     }
     const RankParams params = ParamsOfRank(m_m, m_p, m_pos.stage);
-    const uint32_t edp = m_p.dp / m_p.ep;
-    const double local = m_p.distributedOptimizer ? params.dense / m_p.dp + params.expert / edp
+    const uint32_t edp = m_p.DpCp() / m_p.ep;
+    const double local = m_p.distributedOptimizer ? params.dense / m_p.DpCp() + params.expert / edp
                                                   : params.Total();
     // Gradient norm (read the gradients) and Adam: read gradient, fp32 master weights, m, v;
     // write master weights, m, v and the bf16 weights.
     Kernel("optimizer", 0, local * (2 * g + 24 + m_e));
-    if (m_p.distributedOptimizer && m_p.dp > 1)
+    if (m_p.distributedOptimizer && m_p.DpCp() > 1)
     {
         // Each DP rank updated its shard: gather the updated bf16 weights per bucket.
         WaitEvent(kGradComm, RecordEvent(kCompute));
@@ -965,7 +1060,8 @@ RankGenerator::OptimizerStep()
         {
             if (b.dense > 0)
             {
-                Coll(CollKind::AllGather, DpComm(), m_p.dp, b.dense * m_e, kGradComm, m_m.dtype);
+                Coll(CollKind::AllGather, DpComm(), m_p.DpCp(), b.dense * m_e, kGradComm,
+                     m_m.dtype);
             }
             if (b.expert > 0 && edp > 1)
             {
@@ -982,14 +1078,18 @@ RankGenerator::Build()
     // reserving once spares the large list's repeated growth.
     m_trace.ops.reserve(size_t(MicroBatches(m_m, m_p)) * (m_m.layers / m_p.pp + 2) * 48 + 4096);
     InitComms();
-    for (int64_t s : {kCompute, kGradComm})
+    for (int64_t s : {kCompute, kGradComm, kCpComm})
     {
+        if (s == kCpComm && m_p.cp < 2)
+        {
+            continue;
+        }
         Op& op = Push(OpKind::StreamCreate, s);
         op.flags = 1; // non-blocking
     }
     const RankParams params = ParamsOfRank(m_m, m_p, m_pos.stage);
-    const uint32_t edp = m_p.dp / m_p.ep;
-    const double shard = m_p.distributedOptimizer ? params.dense / m_p.dp + params.expert / edp
+    const uint32_t edp = m_p.DpCp() / m_p.ep;
+    const double shard = m_p.distributedOptimizer ? params.dense / m_p.DpCp() + params.expert / edp
                                                   : params.Total();
     Malloc(1, params.Total() * m_e, "weights");
     Malloc(2, params.Total() * DataTypeSize(m_p.gradDtype), "gradients");
@@ -1085,18 +1185,21 @@ GenerateTraining(const ModelSpec& m, const TrainingPlan& p, bool share)
     out.job->metadata["model"] = m.name;
     out.job->metadata["plan"] = DescribePlan(p);
     out.job->ranks.resize(p.Gpus());
-    // The ranks of a stage run one program (their TP / DP groups differ): with `share`, each
-    // stage's first rank holds the op list and the others keep their comm_init lines only.
-    for (uint32_t stage = 0; stage < p.pp; ++stage)
+    // The ranks of a stage run one program (their TP / DP groups differ); with CP, one per CP
+    // rank (ring neighbours and attention sections differ). With `share`, each such group's
+    // first rank holds the op list and the others keep their comm_init lines only.
+    for (uint32_t g = 0; g < p.pp * p.cp; ++g)
     {
-        const uint32_t first = RankAt(p, 0, 0, stage);
+        const uint32_t stage = g / p.cp;
+        const uint32_t cp = g % p.cp;
+        const uint32_t first = RankAt(p, 0, cp, 0, stage);
         out.job->ranks[first] = RankGenerator(m, p, first).Build();
         out.hardwareFlops += KernelFlops(out.job->ranks[first]) * p.tp * p.dp;
         for (uint32_t dp = 0; dp < p.dp; ++dp)
         {
             for (uint32_t tp = 0; tp < p.tp; ++tp)
             {
-                const uint32_t r = RankAt(p, tp, dp, stage);
+                const uint32_t r = RankAt(p, tp, cp, dp, stage);
                 if (r == first)
                 {
                     continue;
@@ -1238,6 +1341,10 @@ DescribePlan(const TrainingPlan& p)
 {
     std::ostringstream os;
     os << "TP " << p.tp << " PP " << p.pp << " DP " << p.dp;
+    if (p.cp > 1)
+    {
+        os << " CP " << p.cp;
+    }
     if (p.ep > 1)
     {
         os << " EP " << p.ep;

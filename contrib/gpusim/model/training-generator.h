@@ -55,16 +55,20 @@ std::vector<std::vector<PipeStep>> PipelineSegments(uint32_t stage,
                                                     uint32_t microBatches,
                                                     uint32_t virtualStages = 1);
 
-/// Where a global rank sits: Megatron's default order (TP fastest, then DP, then PP).
+/// Where a global rank sits: Megatron-Core's default order "tp-cp-ep-dp-pp" (TP fastest, then
+/// CP, then DP, then PP; EP is carved out of CP x DP for the expert layers).
 struct RankPosition
 {
     uint32_t tp = 0;
     uint32_t dp = 0;
     uint32_t stage = 0;
+    uint32_t cp = 0;
 };
 
 RankPosition PositionOf(const TrainingPlan& p, uint32_t rank);
+/// CP rank 0.
 uint32_t RankAt(const TrainingPlan& p, uint32_t tp, uint32_t dp, uint32_t stage);
+uint32_t RankAt(const TrainingPlan& p, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t stage);
 
 /// Parameters held by one rank (its layers' TP share, embeddings / output layer where present).
 struct RankParams
@@ -91,7 +95,8 @@ struct GeneratedTraining
 };
 
 /// Generates every rank. Throws std::invalid_argument for an invalid plan (ValidatePlan).
-/// With `share`, the ranks of a pipeline stage share its first rank's op list in memory
+/// With `share`, the ranks of a pipeline stage (and CP rank: the ring neighbours differ) share
+/// its first rank's op list in memory
 /// (RankTrace::opsFrom, their own communicators named in their comm_init lines): a
 /// 1,024-GPU GPT-3 job holds 16 op lists instead of 1,024.
 GeneratedTraining GenerateTraining(const ModelSpec& m, const TrainingPlan& p, bool share = true);

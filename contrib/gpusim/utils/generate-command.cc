@@ -2,6 +2,7 @@
 
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-spec.h"
+#include "ns3/context-parallel.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/json-writer.h"
 #include "ns3/simulator.h"
@@ -20,7 +21,7 @@ namespace gpusim
 namespace
 {
 
-const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "ep",
+const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "cp", "ep",
                                             "vpp", "micro-batch", "global-batch", "seq-length",
                                             "recompute", "bucket-params", "grad-dtype"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
@@ -31,7 +32,7 @@ void
 PrintGenerateUsage(std::ostream& os)
 {
     os << "usage: gpusim generate --model NAME | --model-file FILE.yaml\n"
-          "         [--tp N] [--pp N] [--dp N] [--ep N] [--vpp V] [--sp]\n"
+          "         [--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vpp V] [--sp]\n"
           "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
           "         [--recompute none|selective|full] [--distributed-optimizer]\n"
           "         [--no-overlap-grad-reduce] [--bucket-params P] [--grad-dtype f32|bf16]\n"
@@ -44,11 +45,30 @@ PrintGenerateUsage(std::ostream& os)
        << KnownModelPresets()
        << "\n"
           "  --vpp V: interleaved 1F1B with V model chunks per pipeline rank\n"
-          "  --dp defaults to the cluster's GPUs / (TP x PP) when --servers or --cluster is\n"
+          "  --cp N: context parallelism (ring attention, sequence in 2N chunks; doc/generate.md)\n"
+          "  --dp defaults to the cluster's GPUs / (TP x CP x PP) when --servers or --cluster is\n"
           "  given, else 1. Exit code 4: the plan does not fit in device memory.\n"
           "  Speed: --fidelity flows (default; chunk|collective|flows as for 'collective') and\n"
           "  --ranks mirrored (default: the ranks of a stage mirror its first rank, moving in\n"
           "  lockstep with it) | all. '--fidelity chunk --ranks all' is the detailed model.\n";
+}
+
+/// The CP ring's traffic in the report (doc/generate.md "Context parallelism").
+std::string
+ContextParallelLine(const ModelSpec& m, const TrainingPlan& p)
+{
+    if (p.cp < 2)
+    {
+        return "";
+    }
+    char line[256];
+    const double kv = CpKvBytes(m, p);
+    std::snprintf(line, sizeof(line),
+                  "# context parallel: CP %u ring attention, %u tokens per rank, KV block %.2f "
+                  "MiB, %.2f MiB sent per layer and micro-batch (3 x (CP-1) blocks)\n",
+                  p.cp, SeqLength(m, p) / p.cp * p.microBatch, kv / 1048576.0,
+                  3.0 * (p.cp - 1) * kv / 1048576.0);
+    return line;
 }
 
 } // namespace
@@ -75,7 +95,8 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     }
     plan.tp = o.Count("tp", 1);
     plan.pp = o.Count("pp", 1);
-    const uint32_t mp = plan.tp * plan.pp;
+    plan.cp = o.Count("cp", 1);
+    const uint32_t mp = plan.tp * plan.pp * plan.cp;
     plan.dp = o.Count("dp", clusterGpus && mp && clusterGpus % mp == 0 ? clusterGpus / mp : 1);
     plan.ep = o.Count("ep", 1);
     plan.virtualStages = o.Count("vpp", 1);
@@ -147,7 +168,8 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
             LookupGpuSpec(spec.gpuModel, gpu);
             const OomInfo oom = FindOom(*g.job, gpu.memoryBytes);
             out << "# " << model.name << ", " << DescribePlan(plan) << ": "
-                << (oom.oom ? oom.Describe() : "fits in memory") << "\n";
+                << (oom.oom ? oom.Describe() : "fits in memory") << "\n"
+                << ContextParallelLine(model, plan);
             return oom.oom ? kExitOutOfMemory : 0;
         }
         GpuClusterHelper cluster;
@@ -163,7 +185,8 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         TrainingReport r = SimulateTraining(g, helper, gpus, o.Has("trace") ? &w : nullptr);
         const double simS =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-        out << "# cluster: " << DescribeCluster(spec) << "\n" << FormatTrainingReport(r);
+        out << "# cluster: " << DescribeCluster(spec) << "\n"
+            << ContextParallelLine(model, plan) << FormatTrainingReport(r);
         char line[128];
         std::snprintf(line, sizeof(line), "# wall time: generate %.2f s, simulate %.2f s\n", genS,
                       simS);

@@ -349,6 +349,7 @@ Flags(const TrainingPlan& p)
 {
     std::string s = p.sequenceParallel ? "sp" : "-";
     s += p.distributedOptimizer ? ",zero1" : "";
+    s += p.cp > 1 ? ",cp" + std::to_string(p.cp) : "";
     return s;
 }
 
@@ -412,7 +413,7 @@ SearchJson(const std::string& model,
     {
         const TrainingPlan& p = r.plan;
         w.BeginObject().Key("plan").String(DescribePlan(p));
-        w.Key("tp").Uint(p.tp).Key("pp").Uint(p.pp).Key("dp").Uint(p.dp);
+        w.Key("tp").Uint(p.tp).Key("pp").Uint(p.pp).Key("dp").Uint(p.dp).Key("cp").Uint(p.cp);
         w.Key("vpp").Uint(p.virtualStages).Key("micro_batch").Uint(p.microBatch);
         w.Key("sp").Bool(p.sequenceParallel).Key("recompute").String(ToString(p.recompute));
         w.Key("distributed_optimizer").Bool(p.distributedOptimizer);
@@ -520,9 +521,10 @@ PrintSearchUsage(std::ostream& os)
           "         [--preset NAME | --cluster FILE] [--servers N] [cluster/NCCL options]\n"
           "         [--global-batch G] [--micro-batches 1,2,4] [--vpp 1[,2,...]]\n"
           "         [--sp off|on|both] [--recompute none,selective[,full]]\n"
-          "         [--zero off|on|both] [--jobs N] [--exhaustive] [--top N]\n"
+          "         [--zero off|on|both] [--cp 1[,2,4,...]] [--jobs N] [--exhaustive] [--top N]\n"
           "         [--json FILE] [--svg FILE] [--dry-run] [--progress]\n"
-          "  Plans: TP x PP x DP = the cluster's GPUs, TP within a server. Plans whose closed-form\n"
+          "  Plans: TP x CP x PP x DP = the cluster's GPUs, TP within a server; CP (context\n"
+          "  parallel) only as --cp lists it (default 1). Plans whose closed-form\n"
           "  peak memory exceeds the GPU's are dropped; the rest are simulated in bound order\n"
           "  until a lower bound exceeds the best time (--exhaustive: all), --jobs at a time\n"
           "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n"
@@ -566,6 +568,8 @@ SearchMain(const Options& o, std::ostream& out, std::ostream* progress)
     space.sequenceParallel = OnOffList(o, "sp", "both");
     space.recompute = RecomputeList(o);
     space.distributedOptimizer = OnOffList(o, "zero", "both");
+    space.contextParallel = CountList(o, "cp", "1");
+    space.seqLength = o.Count("seq-length", 0);
     SearchSettings set;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     set.jobs = o.Count("jobs", cpus > 0 ? static_cast<uint32_t>(cpus) : 1);
@@ -656,7 +660,7 @@ int
 SearchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"ranks", "model", "model-file", "global-batch", "seq-length",
-                                    "micro-batches", "vpp", "sp", "recompute", "zero", "jobs",
+                                    "micro-batches", "vpp", "sp", "recompute", "zero", "jobs", "cp",
                                     "top", "json", "svg"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
