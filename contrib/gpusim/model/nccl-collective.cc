@@ -76,6 +76,7 @@ void
 Communicator::DoDispose()
 {
     m_instances.clear();
+    m_spareInstances.clear();
     m_memo.clear();
     m_sends.clear();
     m_recvs.clear();
@@ -218,7 +219,15 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
     auto it = m_instances.find(op->seq);
     if (it == m_instances.end())
     {
-        Instance inst;
+        std::map<uint64_t, Instance>::node_type node;
+        Instance fresh;
+        if (!m_spareInstances.empty())
+        {
+            node = std::move(m_spareInstances.back());
+            m_spareInstances.pop_back();
+            node.key() = op->seq;
+        }
+        Instance& inst = node ? node.mapped() : fresh;
         CollectiveRecord& rec = inst.record;
         rec.comm = m_id;
         rec.seq = op->seq;
@@ -253,7 +262,8 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
             inst.exec = MakeExecutor(*op, rec.plan);
             inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
         }
-        it = m_instances.emplace(op->seq, std::move(inst)).first;
+        it = node ? m_instances.insert(std::move(node)).position
+                  : m_instances.emplace(op->seq, std::move(fresh)).first;
     }
 
     Instance& inst = it->second;
@@ -412,8 +422,42 @@ Communicator::FinishRank(uint64_t seq, uint32_t commRank)
         }
         m_world->NotifyCompleted(inst.record);
         // Free the executor after the current callback chain has unwound.
-        Simulator::ScheduleNow([this, seq]() { m_instances.erase(seq); });
+        Simulator::ScheduleNow([this, seq]() { RecycleInstance(seq); });
     }
+}
+
+void
+Communicator::RecycleInstance(uint64_t seq)
+{
+    auto it = m_instances.find(seq);
+    if (it == m_instances.end())
+    {
+        return;
+    }
+    constexpr size_t kMaxSpare = 4; // instances of one communicator overlap little
+    if (m_spareInstances.size() >= kMaxSpare)
+    {
+        m_instances.erase(it);
+        return;
+    }
+    auto node = m_instances.extract(it);
+    // A default instance that keeps only the emptied per-rank buffers (their capacity): the
+    // next Post fills it exactly as a new one.
+    Instance reset;
+    reset.record.gpus.swap(node.mapped().record.gpus);
+    reset.record.rankJoin.swap(node.mapped().record.rankJoin);
+    reset.record.rankDone.swap(node.mapped().record.rankDone);
+    reset.doneCbs.swap(node.mapped().doneCbs);
+    reset.execJoin.swap(node.mapped().execJoin);
+    reset.snap.swap(node.mapped().snap);
+    reset.record.gpus.clear();
+    reset.record.rankJoin.clear();
+    reset.record.rankDone.clear();
+    reset.doneCbs.clear();
+    reset.execJoin.clear();
+    reset.snap.clear();
+    node.mapped() = std::move(reset);
+    m_spareInstances.push_back(std::move(node));
 }
 
 const CollectivePlan&

@@ -270,6 +270,12 @@ class Communicator : public Object
     std::vector<uint32_t> m_gpus; //!< by comm rank; UINT32_MAX = not joined
     std::vector<uint32_t> m_switches; //!< NVSwitch endpoint of each server group (NVLS)
     std::map<uint64_t, Instance> m_instances;
+    /// Finished instances kept for reuse: their map node and per-rank buffers (a training run
+    /// posts millions of collectives on a few hundred communicators; allocating each instance
+    /// anew was most of the engine's malloc time).
+    std::vector<std::map<uint64_t, Instance>::node_type> m_spareInstances;
+    /// Takes a finished instance out of m_instances into m_spareInstances.
+    void RecycleInstance(uint64_t seq);
     std::map<MemoKey, MemoEntry> m_memo; //!< collective fidelity
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_sends; //!< (src,dst)
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_recvs; //!< (src,dst)
