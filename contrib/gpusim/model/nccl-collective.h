@@ -169,7 +169,8 @@ class Communicator : public Object
         std::vector<Time> done;          //!< per comm rank: completion after the start
         Time span;                       //!< largest of `done` (Learn: of its run)
         uint64_t transfers = 0;
-        // RingFlows (ring AllReduce/AllGather/ReduceScatter): the links of all ring edges.
+        // RingFlows (ring AllReduce/AllGather/ReduceScatter, and NVLS / NVLSTree AllReduce):
+        // the links of all edge flows.
         std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
         std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
         bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
@@ -200,6 +201,33 @@ class Communicator : public Object
         uint32_t pending = 0;                      //!< edge flows not yet delivered
     };
 
+    /// NVLS / NVLSTree as edge flows (nccl-nvls-flows.cc): one flow per connection of the
+    /// NvlsExecutor (GPU -> switch reduce, switch -> head, tree up / down per tree and head,
+    /// head -> switch, switch -> GPU multicast), each carrying all `loops` items.
+    struct FluidNvls
+    {
+        struct Leg
+        {
+            uint32_t src = 0;    //!< backend endpoint
+            uint32_t dst = 0;    //!< backend endpoint
+            uint64_t key = 0;    //!< flow key, as the executor's
+            uint64_t wire = 0;   //!< wire bytes of one item
+            double stepNs = 0;   //!< step latency every item pays
+            double latNs = 0;    //!< route latency
+            double endNs = 0;    //!< its flow's delivery after the start
+        };
+        std::vector<std::vector<uint32_t>> servers; //!< comm ranks per server (NvlsGroups)
+        std::vector<CollectiveTree> trees;          //!< over server indices (NVLSTree)
+        uint32_t loops = 0;
+        std::vector<Leg> legs;
+        // Leg indices by comm rank r (heads: r is head h of its server): reduce up, reduced
+        // shard down, multicast up, multicast down; per tree: r's edge to its parent server's
+        // head (up) and from it (down); -1 where r's server is the tree's root.
+        std::vector<uint32_t> up, reduced, mcUp, mcDown;
+        std::vector<std::vector<int64_t>> treeUp, treeDown;
+        uint32_t pending = 0; //!< edge flows not yet delivered
+    };
+
     struct Instance
     {
         CollectiveRecord record;
@@ -217,7 +245,8 @@ class Communicator : public Object
         EventId deadline;            //!< end of the wait for the last rank (replays)
         std::vector<uint64_t> snap;  //!< flow starts on memo->links at `start`
         SentCounts sent;             //!< Learn / Watch: transfers by (src, dst, flow key)
-        std::unique_ptr<FluidRing> ring; //!< Fluid only
+        std::unique_ptr<FluidRing> ring; //!< Fluid ring only
+        std::unique_ptr<FluidNvls> nvls; //!< Fluid NVLS / NVLSTree only
     };
     /// RingFlows applies to this op (ring AllReduce/AllGather/ReduceScatter, depth 1, flows).
     bool RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
@@ -225,6 +254,12 @@ class Communicator : public Object
     void StartRingFlows(uint64_t seq, Instance& inst);
     /// RingFlows: edge flow `e` delivered; the last one fixes every rank's completion.
     void RingFlowDelivered(uint64_t seq, uint32_t e);
+    /// NVLS edge flows apply to this op (NVLS / NVLSTree AllReduce, depth 1, RingFlows on).
+    bool NvlsFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
+    /// NVLS edge flows: all ranks joined; runs them if their links are idle.
+    void StartNvlsFlows(uint64_t seq, Instance& inst);
+    /// NVLS edge flows: leg flow `e` delivered; the last one fixes every rank's completion.
+    void NvlsFlowDelivered(uint64_t seq, uint32_t e);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,

@@ -157,12 +157,14 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
     }
     const MemoEntry& m = *inst.memo;
     const bool ring = RingFlowsApply(m, *inst.op);
-    if (!m_world->GetFlowBackend() || (!ring && m.state == MemoEntry::State::Never))
+    const bool nvls = NvlsFlowsApply(m, *inst.op);
+    const bool edge = ring || nvls;
+    if (!m_world->GetFlowBackend() || (!edge && m.state == MemoEntry::State::Never))
     {
         StartDetailed(seq, inst, Mode::Detailed);
         return;
     }
-    if (!ring && m.state == MemoEntry::State::Learn)
+    if (!edge && m.state == MemoEntry::State::Learn)
     {
         StartDetailed(seq, inst, Mode::Learn);
         return;
@@ -185,6 +187,11 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
     if (ring)
     {
         StartRingFlows(seq, inst);
+        return;
+    }
+    if (nvls)
+    {
+        StartNvlsFlows(seq, inst);
         return;
     }
     Decide(seq, inst);
@@ -265,8 +272,9 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     NcclWorld::FidelityStats& stats = m_world->MutableFidelityStats();
     if (inst.mode == Mode::Fluid)
     {
-        const FluidRing& fr = *inst.ring;
-        rec.transfers = uint64_t(fr.items) * fr.endNs.size();
+        // The chunk level's transfers: every edge flow stands for one per item.
+        rec.transfers = inst.ring ? uint64_t(inst.ring->items) * inst.ring->endNs.size()
+                                  : uint64_t(inst.nvls->loops) * inst.nvls->legs.size();
         m_world->Reserve(m.ringLinks, Simulator::Now());
         for (size_t i = 0; i < m.ringLinks.size(); ++i)
         {
@@ -277,7 +285,7 @@ Communicator::FinishCollectiveLevel(Instance& inst)
                 ++stats.conflicts;
                 m.ringConflict = true;
                 NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
-                                    << ": ring run as edge flows met other traffic");
+                                    << ": run as edge flows, met other traffic");
                 break;
             }
         }
