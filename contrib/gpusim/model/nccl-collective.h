@@ -201,31 +201,19 @@ class Communicator : public Object
         uint32_t pending = 0;                      //!< edge flows not yet delivered
     };
 
-    /// NVLS / NVLSTree as edge flows (nccl-nvls-flows.cc): one flow per connection of the
-    /// NvlsExecutor (GPU -> switch reduce, switch -> head, tree up / down per tree and head,
-    /// head -> switch, switch -> GPU multicast), each carrying all `loops` items.
+    /// NVLS / NVLSTree with NvlsTrialLoops (nccl-nvls-flows.cc): the executor runs `trial` of
+    /// the op's `loops` loops chunk by chunk; per rank, when the multicast of loop `a`, `b`
+    /// and of the last trial loop arrived (after the start).
     struct FluidNvls
     {
-        struct Leg
-        {
-            uint32_t src = 0;    //!< backend endpoint
-            uint32_t dst = 0;    //!< backend endpoint
-            uint64_t key = 0;    //!< flow key, as the executor's
-            uint64_t wire = 0;   //!< wire bytes of one item
-            double stepNs = 0;   //!< step latency every item pays
-            double latNs = 0;    //!< route latency
-            double endNs = 0;    //!< its flow's delivery after the start
-        };
-        std::vector<std::vector<uint32_t>> servers; //!< comm ranks per server (NvlsGroups)
-        std::vector<CollectiveTree> trees;          //!< over server indices (NVLSTree)
-        uint32_t loops = 0;
-        std::vector<Leg> legs;
-        // Leg indices by comm rank r (heads: r is head h of its server): reduce up, reduced
-        // shard down, multicast up, multicast down; per tree: r's edge to its parent server's
-        // head (up) and from it (down); -1 where r's server is the tree's root.
-        std::vector<uint32_t> up, reduced, mcUp, mcDown;
-        std::vector<std::vector<int64_t>> treeUp, treeDown;
-        uint32_t pending = 0; //!< edge flows not yet delivered
+        uint32_t loops = 0; //!< the op's loops
+        uint32_t trial = 0; //!< loops run chunk by chunk
+        uint32_t a = 0;     //!< first loop of the steady-state window
+        uint32_t b = 0;     //!< its last loop
+        std::vector<uint32_t> received; //!< per comm rank: loops delivered so far
+        std::vector<double> atA, atB, last;
+        uint32_t pending = 0;  //!< ranks whose last trial loop has not arrived
+        uint64_t perLoop = 0;  //!< transfers of one loop
     };
 
     struct Instance
@@ -247,6 +235,7 @@ class Communicator : public Object
         SentCounts sent;             //!< Learn / Watch: transfers by (src, dst, flow key)
         std::unique_ptr<FluidRing> ring; //!< Fluid ring only
         std::unique_ptr<FluidNvls> nvls; //!< Fluid NVLS / NVLSTree only
+        uint64_t ownScale = 1;           //!< Fluid: own flows on each link = ringOwn x this
     };
     /// RingFlows applies to this op (ring AllReduce/AllGather/ReduceScatter, depth 1, flows).
     bool RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
@@ -254,12 +243,15 @@ class Communicator : public Object
     void StartRingFlows(uint64_t seq, Instance& inst);
     /// RingFlows: edge flow `e` delivered; the last one fixes every rank's completion.
     void RingFlowDelivered(uint64_t seq, uint32_t e);
-    /// NVLS edge flows apply to this op (NVLS / NVLSTree AllReduce, depth 1, RingFlows on).
+    /// NVLS loops in closed form apply (NVLS / NVLSTree AllReduce, depth 1, RingFlows on).
     bool NvlsFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
-    /// NVLS edge flows: all ranks joined; runs them if their links are idle.
+    /// NVLS: all ranks joined; runs the trial loops if the op's links are idle.
     void StartNvlsFlows(uint64_t seq, Instance& inst);
-    /// NVLS edge flows: leg flow `e` delivered; the last one fixes every rank's completion.
-    void NvlsFlowDelivered(uint64_t seq, uint32_t e);
+    /// NVLS: loop delivered to comm rank r; the last trial loop of the last rank fixes every
+    /// rank's completion.
+    void NvlsLoopDelivered(uint64_t seq, uint32_t r);
+    /// NVLS: the directed links of every connection and its flows per loop on each.
+    void NvlsLinks(MemoEntry& m);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
@@ -372,6 +364,8 @@ class NcclWorld : public Object
     };
     /// Fidelity=collective with RingFlows: isolated ring collectives run as edge flows.
     bool IsRingFlows() const;
+    /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
+    uint32_t GetNvlsTrialLoops() const;
     const FidelityStats& GetFidelityStats() const;
     FidelityStats& MutableFidelityStats();
 
@@ -437,6 +431,7 @@ class NcclWorld : public Object
     std::string m_fidelity;              //!< chunk | collective
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
+    uint32_t m_nvlsTrialLoops = 0;       //!< RingFlows: NVLS loops run chunk by chunk (0: all)
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
     std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
     std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)

@@ -107,6 +107,13 @@ NcclWorld::IsRingFlows() const
     return m_ringFlows && IsCollectiveFidelity();
 }
 
+uint32_t
+NcclWorld::GetNvlsTrialLoops() const
+{
+    // Fewer loops leave no steady-state window between the fill and the drain.
+    return IsRingFlows() && m_nvlsTrialLoops > 0 ? std::max<uint32_t>(m_nvlsTrialLoops, 32) : 0;
+}
+
 void
 NcclWorld::CountOpen(uint32_t gpu, int delta)
 {
@@ -274,11 +281,12 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     {
         // The chunk level's transfers: every edge flow stands for one per item.
         rec.transfers = inst.ring ? uint64_t(inst.ring->items) * inst.ring->endNs.size()
-                                  : uint64_t(inst.nvls->loops) * inst.nvls->legs.size();
+                                  : uint64_t(inst.nvls->loops) * inst.nvls->perLoop;
         m_world->Reserve(m.ringLinks, Simulator::Now());
         for (size_t i = 0; i < m.ringLinks.size(); ++i)
         {
-            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] != m.ringOwn[i])
+            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] !=
+                m.ringOwn[i] * inst.ownScale)
             {
                 // Other traffic started on its links while it ran: the edge flows shared
                 // with it at fluid rates, not chunk by chunk. Chunk level from now on.

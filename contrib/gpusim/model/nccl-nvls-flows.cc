@@ -1,33 +1,41 @@
 /*
- * NVLS and NVLSTree AllReduce as edge flows (NcclWorld Fidelity=collective with
- * RingFlows=true; doc/flow-backend.md, "NVLS and NVLSTree as edge flows").
+ * NVLS and NVLSTree AllReduce with the loops in closed form (NcclWorld Fidelity=collective
+ * with RingFlows=true; doc/flow-backend.md, "NVLS and NVLSTree: trial loops").
  *
  * The chunk-level NvlsExecutor (nccl-algorithms.cc) runs `loops` identical loops through FIFO
  * connections of one transfer in flight (PipelineDepth 1). Per loop l and server s:
- *   up(r)        GPU r -> switch, the loop's data; all loops queued at the join
- *   reduced(r)   switch -> head r, its shard, once every GPU of s delivered up(., l)
- *   treeUp(t,r)  head r -> the same head of its parent server in tree t (half the shard),
- *                once r's shard is reduced and every child server's treeUp(t, .) arrived
+ *   up(r)         GPU r -> switch, the loop's data; all loops queued at the join
+ *   reduced(r)    switch -> head r, its shard, once every GPU of s delivered up(., l)
+ *   treeUp(t,r)   head r -> the same head of its parent server in tree t (half the shard),
+ *                 once r's shard is reduced and every child server's treeUp(t, .) arrived
  *   treeDown(t,r) the parent server's head -> r, once the parent holds the tree's result
- *   mcUp(r)      head r -> switch, once r holds both trees' results (one server: reduced)
- *   mcDown(r)    switch -> GPU r, the loop's result, once every head of s delivered mcUp
- * Every transfer pays its step latency, its wire bytes at the connection's rate and the route
- * latency: d_X = s_X + b_X + lat_X. With D_X(l) the delivery of loop l on connection X and
- * R_X(l) the instant its inputs are there, the executor is exactly the max-plus recurrence
- *     D_X(l) = max(D_X(l-1), R_X(l)) + d_X,       D_X(-1) = 0,
- * R_X(l) being a max over the deliveries of loop l on X's predecessors (up: 0). A rank is done
- * at D_mcDown(r)(loops - 1): the heaviest path through the (connection, loop) grid. It is
- * evaluated directly, loop by loop, in topological order (servers leaves-first for treeUp,
- * root-first for treeDown): O(connections x loops) arithmetic, no events.
+ *   mcUp(r)       head r -> switch, once r holds both trees' results (one server: reduced)
+ *   mcDown(r)     switch -> GPU r, the loop's result, once every head of s delivered mcUp
+ * With D_X(l) the delivery of loop l on connection X, R_X(l) the instant its inputs are there
+ * (a max over loop l's deliveries on X's predecessors) and d_X(l) its transfer time (step
+ * latency + wire bytes at the rate it gets + route latency), the executor is the max-plus
+ * recurrence
+ *     D_X(l) = max(D_X(l-1), R_X(l)) + d_X(l),
+ * and rank r is done at D_mcDown(r)(loops - 1), the heaviest path through the (connection,
+ * loop) grid.
  *
- * The rates come from the backend: one flow per connection carrying all loops' wire bytes,
- * started together, so max-min sharing on common NVLink, NIC and fabric links is the
- * backend's; b_X = the flow's drain time / loops. This is exact when each connection keeps one
- * rate throughout. It is not exactly what the chunk level does where connections of unequal
- * load share a link (up and mcUp on a GPU's NVLink to the switch; a NIC carrying a tree's up
- * and down edges): there the edge flows hold a fluid share for the whole run, the chunk level
- * interleaves items; the steady-state throughput is the same, the pipeline's fill and drain
- * differ by a fraction of one item per stage (measured in test/nvls-flows-test.cc).
+ * One flow per connection carrying all loops (as rings do) cannot give d_X: every transfer
+ * pays a step latency (14 us per tree hop, 3.4 us per NVLink stage on dgx-h100) about as long
+ * as its bytes take, so a connection is idle half the time and the NIC or NVLink it shares with
+ * 2-4 others is not shared as by backlogged flows (measured: edge flows with constant rates
+ * and the recurrence above were 2-40 % slower than the chunk level). The loops, though, repeat:
+ * once the pipeline is full each loop adds about one period P to every rank's completion. So
+ * (attribute NvlsTrialLoops = K > 0) the executor runs min(K, loops) loops of the real loop
+ * size chunk by chunk through the backend (every rate, overlap and step latency as in the
+ * detailed run), P is the mean over ranks of D_r(b) - D_r(a) over b - a loops (a = 8, b = 12
+ * loops before the trial's end), and rank r is done at
+ *     D_r(loops - 1) = D_r(K - 1) + (loops - K) P.
+ * Exact when loops <= K (the run is the chunk level's). Beyond, not exact: on several servers
+ * the chunk-level pipeline is not periodic while the reduce stage (all loops queued at the
+ * join) still shares the GPUs' NVLink with the multicast; loop to loop increments scatter by
+ * +-25 % and lock to one period only after it finished (8 servers, 128 loops: 57.0 us mean
+ * before, 58.6 us after), and the per-server phase at the end depends on that history.
+ * Measured worst rank error at 128 loops: 0.4-1.4 % (test/nvls-flows-test.cc).
  */
 #include "ns3/cluster-topology.h"
 #include "ns3/flow-backend.h"
@@ -39,6 +47,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace ns3
 {
@@ -48,27 +57,10 @@ NS_LOG_COMPONENT_DEFINE("NcclNvlsFlows");
 namespace
 {
 
-/// Servers of a tree root first, every parent before its children.
-std::vector<uint32_t>
-TopDown(const CollectiveTree& tree)
-{
-    std::vector<uint32_t> order;
-    for (uint32_t s = 0; s < tree.parent.size(); ++s)
-    {
-        if (tree.parent[s] < 0)
-        {
-            order.push_back(s);
-        }
-    }
-    for (size_t i = 0; i < order.size(); ++i)
-    {
-        for (uint32_t k : tree.children[order[i]])
-        {
-            order.push_back(k);
-        }
-    }
-    return order;
-}
+/// The window the period is read from: from loop 8 (past the fill on up to 16 servers) to 12
+/// loops before the trial's end (the drain).
+constexpr uint32_t kWindowFrom = 8;
+constexpr uint32_t kTailLoops = 12;
 
 /// Executor flow key of a stage's transfers (NvlsExecutor::Pump): stage, tree and head rail.
 uint64_t
@@ -77,14 +69,71 @@ NvlsKey(uint32_t stage, uint32_t tree, uint32_t head)
     return (uint64_t(stage) << 32) | (uint64_t(tree) << 31) | head;
 }
 
+/// NvlsExecutor's multicast stage (switch -> GPU, a loop's result).
+constexpr uint64_t kMcDownStage = 5;
+
 } // namespace
 
 bool
 Communicator::NvlsFlowsApply(const MemoEntry& m, const gpusim::Op& op) const
 {
-    return m_world->IsRingFlows() && m_world->GetFlowBackend() && m_nranks >= 2 &&
-           op.bytes > 0 && !m.ringConflict && (m.plan.algo == "nvls" || m.plan.algo == "nvlstree") &&
-           m.plan.pipelineDepth == 1 && op.coll == gpusim::CollKind::AllReduce;
+    return m_world->GetNvlsTrialLoops() > 0 && m_world->GetFlowBackend() && m_nranks >= 2 &&
+           op.bytes > 0 && !m.ringConflict &&
+           (m.plan.algo == "nvls" || m.plan.algo == "nvlstree") && m.plan.pipelineDepth == 1 &&
+           op.coll == gpusim::CollKind::AllReduce;
+}
+
+void
+Communicator::NvlsLinks(MemoEntry& m)
+{
+    // Every connection of the executor sends one transfer per loop on the route of its flow
+    // key: count them per directed link.
+    FlowBackend* net = m_world->GetFlowBackend();
+    const std::vector<std::vector<uint32_t>> servers = NvlsGroups();
+    const uint32_t S = servers.size();
+    const uint32_t ppn = servers.front().size();
+    std::vector<CollectiveTree> trees;
+    if (S > 1)
+    {
+        trees = DoubleBinaryTree(S);
+    }
+    Ptr<ClusterTopology> topo = m_world->GetTopology();
+    std::map<uint32_t, uint64_t> own;
+    auto add = [&](uint32_t src, uint32_t dst, uint64_t key) {
+        for (uint32_t l : net->GetRouteLinks(src, dst, key))
+        {
+            ++own[l];
+        }
+    };
+    for (uint32_t s = 0; s < S; ++s)
+    {
+        const uint32_t sw = topo->NvSwitchEndpoint(m_gpus[servers[s].front()]);
+        for (uint32_t h = 0; h < ppn; ++h)
+        {
+            const uint32_t g = m_gpus[servers[s][h]];
+            add(g, sw, NvlsKey(0, 0, h));            // reduce up
+            add(sw, g, NvlsKey(1, 0, h));            // reduced shard
+            add(g, sw, NvlsKey(4, 0, h));            // multicast up
+            add(sw, g, NvlsKey(kMcDownStage, 0, h)); // multicast down
+            for (uint32_t t = 0; t < trees.size(); ++t)
+            {
+                const int32_t p = trees[t].parent[s];
+                if (p >= 0)
+                {
+                    const uint32_t pg = m_gpus[servers[p][h]];
+                    add(g, pg, NvlsKey(2, t, h));
+                    add(pg, g, NvlsKey(3, t, h));
+                }
+            }
+        }
+    }
+    m.ringLinks.clear();
+    m.ringOwn.clear();
+    for (const auto& [l, count] : own)
+    {
+        m.ringLinks.push_back(l);
+        m.ringOwn.push_back(count);
+    }
 }
 
 void
@@ -92,89 +141,14 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
 {
     MemoEntry& m = *inst.memo;
     FlowBackend* net = m_world->GetFlowBackend();
-    const CollectivePlan& plan = m.plan;
-    auto fn = std::make_unique<FluidNvls>();
-    FluidNvls& f = *fn;
-    f.servers = NvlsGroups();
-    NS_ABORT_MSG_IF(f.servers.empty(), "NVLS planned on a communicator that cannot run it");
-    const uint32_t S = f.servers.size();
-    const uint32_t ppn = f.servers.front().size();
-    if (S > 1)
-    {
-        f.trees = DoubleBinaryTree(S);
-    }
-    f.loops = std::max<uint32_t>(1, plan.loops);
-    const double loopBytes = static_cast<double>(inst.op->bytes) / f.loops;
-    const double shard = loopBytes / ppn;
-    const double part = shard / std::max<size_t>(1, f.trees.size());
-    Ptr<ClusterTopology> topo = m_world->GetTopology();
-    std::vector<uint32_t> sw(S);
-    for (uint32_t s = 0; s < S; ++s)
-    {
-        sw[s] = topo->NvSwitchEndpoint(m_gpus[f.servers[s].front()]);
-    }
-    auto leg = [&](uint32_t src, uint32_t dst, uint64_t key, double bytes) {
-        FluidNvls::Leg g;
-        g.src = src;
-        g.dst = dst;
-        g.key = key;
-        g.wire = WireBytes(plan, src, dst, bytes);
-        g.stepNs = static_cast<double>(StepDelay(plan, src, dst, false).GetNanoSeconds());
-        g.latNs = std::round(m_world->Hop(src, dst).wireUs * 1e3);
-        f.legs.push_back(g);
-        return static_cast<uint32_t>(f.legs.size() - 1);
-    };
-    const uint32_t n = m_nranks;
-    f.up.resize(n);
-    f.reduced.resize(n);
-    f.mcUp.resize(n);
-    f.mcDown.resize(n);
-    f.treeUp.assign(f.trees.size(), std::vector<int64_t>(n, -1));
-    f.treeDown.assign(f.trees.size(), std::vector<int64_t>(n, -1));
-    // Stages as NvlsExecutor numbers them: up 0, reduced 1, tree up 2, tree down 3, mc up 4,
-    // mc down 5.
-    for (uint32_t s = 0; s < S; ++s)
-    {
-        for (uint32_t h = 0; h < ppn; ++h)
-        {
-            const uint32_t r = f.servers[s][h];
-            const uint32_t g = m_gpus[r];
-            f.up[r] = leg(g, sw[s], NvlsKey(0, 0, h), loopBytes);
-            f.reduced[r] = leg(sw[s], g, NvlsKey(1, 0, h), shard);
-            f.mcUp[r] = leg(g, sw[s], NvlsKey(4, 0, h), shard);
-            f.mcDown[r] = leg(sw[s], g, NvlsKey(5, 0, h), loopBytes);
-            for (uint32_t t = 0; t < f.trees.size(); ++t)
-            {
-                const int32_t p = f.trees[t].parent[s];
-                if (p >= 0)
-                {
-                    const uint32_t pg = m_gpus[f.servers[p][h]];
-                    f.treeUp[t][r] = leg(g, pg, NvlsKey(2, t, h), part);
-                    f.treeDown[t][r] = leg(pg, g, NvlsKey(3, t, h), part);
-                }
-            }
-        }
-    }
     if (m.ringLinks.empty())
     {
-        std::map<uint32_t, uint64_t> own;
-        for (const FluidNvls::Leg& g : f.legs)
-        {
-            for (uint32_t l : net->GetRouteLinks(g.src, g.dst, g.key))
-            {
-                ++own[l];
-            }
-        }
-        for (const auto& [l, count] : own)
-        {
-            m.ringLinks.push_back(l);
-            m.ringOwn.push_back(count);
-        }
+        NvlsLinks(m);
     }
     // As for rings: busy or reserved links, or another collective open on a member GPU,
-    // would contend chunk by chunk with the edge flows; run in detail instead.
+    // would contend chunk by chunk with the trial loops; run in detail instead.
     bool alone = m_world->LinksFree(m.ringLinks);
-    for (uint32_t r = 0; alone && r < n; ++r)
+    for (uint32_t r = 0; alone && r < m_nranks; ++r)
     {
         alone = m_world->GetOpen(m_gpus[r]) == 1;
     }
@@ -183,6 +157,21 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
         StartDetailed(seq, inst, Mode::Detailed);
         return;
     }
+    const CollectivePlan& plan = m.plan;
+    auto fn = std::make_unique<FluidNvls>();
+    FluidNvls& f = *fn;
+    f.loops = std::max<uint32_t>(1, plan.loops);
+    f.trial = std::min(f.loops, m_world->GetNvlsTrialLoops());
+    f.a = kWindowFrom;
+    f.b = f.trial > kWindowFrom + kTailLoops ? f.trial - kTailLoops : f.a;
+    f.received.assign(m_nranks, 0);
+    f.atA.assign(m_nranks, 0.0);
+    f.atB.assign(m_nranks, 0.0);
+    f.last.assign(m_nranks, 0.0);
+    f.pending = m_nranks;
+    inst.nvls = std::move(fn);
+    m.span = Time(0);
+
     inst.snap.resize(m.ringLinks.size());
     for (size_t i = 0; i < m.ringLinks.size(); ++i)
     {
@@ -190,162 +179,98 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     }
     inst.mode = Mode::Fluid;
     inst.start = Simulator::Now();
+    inst.ownScale = f.trial;
     ++m_world->MutableFidelityStats().fluid;
     m_world->Reserve(m.ringLinks, Time::Max());
-    f.pending = f.legs.size();
-    inst.nvls = std::move(fn);
-    const FluidNvls& fl = *inst.nvls;
-    for (uint32_t e = 0; e < fl.legs.size(); ++e)
+
+    // The executor as MakeExecutor builds it, with `trial` loops of the op's loop size; every
+    // multicast delivery (a loop's result at a GPU) is also reported here.
+    std::vector<std::vector<uint32_t>> groups = NvlsGroups();
+    Ptr<ClusterTopology> topo = m_world->GetTopology();
+    m_switches.clear();
+    for (const auto& g : groups)
     {
-        const FluidNvls::Leg& g = fl.legs[e];
-        m_world->StartTransfer(Time(0), g.src, g.dst, g.wire * fl.loops, g.key,
-                               [this, seq, e]() { NvlsFlowDelivered(seq, e); });
+        m_switches.push_back(topo->NvSwitchEndpoint(m_gpus[g.front()]));
     }
-    NS_LOG_INFO("comm " << m_id << " seq " << seq << ": " << plan.algo << " as "
-                        << fl.legs.size() << " edge flows, " << fl.loops << " loops");
-}
-
-namespace
-{
-
-/// Connections of one NVLS run by comm rank (see FluidNvls) and the per-item time of each.
-struct NvlsGrid
-{
-    const std::vector<std::vector<uint32_t>>& servers;
-    const std::vector<CollectiveTree>& trees;
-    const std::vector<uint32_t>& up;
-    const std::vector<uint32_t>& reduced;
-    const std::vector<uint32_t>& mcUp;
-    const std::vector<uint32_t>& mcDown;
-    const std::vector<std::vector<int64_t>>& treeUp;
-    const std::vector<std::vector<int64_t>>& treeDown;
-    const std::vector<double>& d; //!< per leg: step latency + item at its rate + route latency
-};
-
-/// Per comm rank: delivery of the last loop's multicast after the start, by the max-plus
-/// recurrence D_X(l) = max(D_X(l-1), R_X(l)) + d_X of the file comment, loop by loop. Each
-/// array holds D_X of the loop just done (connections indexed by comm rank).
-std::vector<double>
-NvlsLastDeliveries(const NvlsGrid& g, uint32_t loops)
-{
-    const uint32_t n = g.up.size();
-    const uint32_t T = g.trees.size();
-    std::vector<double> up(n, 0.0), red(n, 0.0), mcUp(n, 0.0), mcDown(n, 0.0);
-    std::vector<std::vector<double>> tUp(T, std::vector<double>(n, 0.0));
-    std::vector<std::vector<double>> tDown(T, std::vector<double>(n, 0.0));
-    std::vector<double> ready(n);      // head r: inputs of its next send (this tree)
-    std::vector<double> allFinal(n);   // head r: holds the loop's result of every tree
-    std::vector<std::vector<uint32_t>> order(T);
-    for (uint32_t t = 0; t < T; ++t)
+    std::vector<CollectiveTree> trees;
+    if (groups.size() > 1)
     {
-        order[t] = TopDown(g.trees[t]);
+        trees = DoubleBinaryTree(groups.size());
     }
-    const uint32_t ppn = g.servers.front().size();
-    auto step = [&](double& D, double readyAt, uint32_t leg) {
-        D = std::max(D, readyAt) + g.d[leg];
+    SendFn send = [this, plan, seq](uint32_t from, uint32_t to, double bytes, uint64_t key,
+                                    bool pipelined, std::function<void()> delivered) {
+        if ((key >> 32) == kMcDownStage)
+        {
+            delivered = [this, seq, to, d = std::move(delivered)]() {
+                d();
+                NvlsLoopDelivered(seq, to);
+            };
+        }
+        Send(plan, from, to, bytes, key, pipelined, std::move(delivered));
     };
-    for (uint32_t l = 0; l < loops; ++l)
+    const double loopBytes = static_cast<double>(inst.op->bytes) / f.loops;
+    inst.exec = std::make_unique<NvlsExecutor>(std::move(groups), std::move(trees), f.trial,
+                                               loopBytes, 1, send);
+    inst.exec->onRankDone = [](uint32_t) {}; // completion comes from NvlsLoopDelivered
+    for (uint32_t r = 0; r < m_nranks; ++r)
     {
-        for (const auto& grp : g.servers)
-        {
-            double inSwitch = 0; // every GPU's loop data reduced in the switch
-            for (uint32_t r : grp)
-            {
-                step(up[r], 0.0, g.up[r]);
-                inSwitch = std::max(inSwitch, up[r]);
-            }
-            for (uint32_t r : grp)
-            {
-                step(red[r], inSwitch, g.reduced[r]);
-                allFinal[r] = red[r];
-            }
-        }
-        for (uint32_t t = 0; t < T; ++t)
-        {
-            const CollectiveTree& tree = g.trees[t];
-            const std::vector<uint32_t>& topDown = order[t];
-            for (uint32_t h = 0; h < ppn; ++h)
-            {
-                // Up, leaves first: a head sends once its shard and every child's part are in.
-                for (auto it = topDown.rbegin(); it != topDown.rend(); ++it)
-                {
-                    const uint32_t r = g.servers[*it][h];
-                    double at = red[r];
-                    for (uint32_t k : tree.children[*it])
-                    {
-                        at = std::max(at, tUp[t][g.servers[k][h]]);
-                    }
-                    if (tree.parent[*it] >= 0)
-                    {
-                        step(tUp[t][r], at, g.treeUp[t][r]);
-                    }
-                    else
-                    {
-                        ready[r] = at; // the root holds the tree's result
-                    }
-                }
-                // Down, root first: a head forwards the result to every child.
-                for (uint32_t s : topDown)
-                {
-                    const uint32_t r = g.servers[s][h];
-                    for (uint32_t k : tree.children[s])
-                    {
-                        const uint32_t kr = g.servers[k][h];
-                        step(tDown[t][kr], ready[r], g.treeDown[t][kr]);
-                        ready[kr] = tDown[t][kr];
-                    }
-                    allFinal[r] = std::max(allFinal[r], ready[r]);
-                }
-            }
-        }
-        for (const auto& grp : g.servers)
-        {
-            double inSwitch = 0; // every head's final shard in the switch
-            for (uint32_t r : grp)
-            {
-                step(mcUp[r], allFinal[r], g.mcUp[r]);
-                inSwitch = std::max(inSwitch, mcUp[r]);
-            }
-            for (uint32_t r : grp)
-            {
-                step(mcDown[r], inSwitch, g.mcDown[r]);
-            }
-        }
+        inst.exec->Join(r);
     }
-    return mcDown;
+    NS_LOG_INFO("comm " << m_id << " seq " << seq << ": " << plan.algo << ", " << inst.nvls->trial
+                        << " of " << inst.nvls->loops << " loops chunk by chunk");
 }
-
-} // namespace
 
 void
-Communicator::NvlsFlowDelivered(uint64_t seq, uint32_t e)
+Communicator::NvlsLoopDelivered(uint64_t seq, uint32_t r)
 {
     Instance& inst = m_instances.at(seq);
     FluidNvls& f = *inst.nvls;
-    f.legs[e].endNs = static_cast<double>((Simulator::Now() - inst.start).GetNanoSeconds());
+    const double t = static_cast<double>((Simulator::Now() - inst.start).GetNanoSeconds());
+    const uint32_t loop = f.received[r]++;
+    if (loop == f.a)
+    {
+        f.atA[r] = t;
+    }
+    if (loop == f.b)
+    {
+        f.atB[r] = t;
+    }
+    if (loop + 1 != f.trial)
+    {
+        return;
+    }
+    MemoEntry& m = *inst.memo;
+    f.perLoop = inst.exec->transfers / f.trial; // all started once a rank has its last loop
+    if (f.trial == f.loops)
+    {
+        // The trial ran every loop: this is the chunk level's completion.
+        m.span = Max(m.span, Simulator::Now() - inst.start);
+        FinishRank(seq, r);
+    }
+    f.last[r] = t;
     if (--f.pending != 0)
     {
         return;
     }
-    // Per-item time of each connection: the flow drained all loops at its rate, then waited
-    // out the route latency once; every item pays the step latency and the route latency.
-    std::vector<double> d(f.legs.size());
-    for (size_t i = 0; i < f.legs.size(); ++i)
+    if (f.trial < f.loops)
     {
-        const FluidNvls::Leg& g = f.legs[i];
-        d[i] = g.stepNs + std::max(0.0, g.endNs - g.latNs) / f.loops + g.latNs;
-    }
-    const NvlsGrid grid{f.servers, f.trees,  f.up,      f.reduced, f.mcUp,
-                        f.mcDown,  f.treeUp, f.treeDown, d};
-    const std::vector<double> doneNs = NvlsLastDeliveries(grid, f.loops);
-    MemoEntry& m = *inst.memo;
-    m.span = Time(0);
-    const Time now = Simulator::Now();
-    for (uint32_t r = 0; r < m_nranks; ++r)
-    {
-        const Time at = Max(now, inst.start + NanoSeconds(std::llround(doneNs[r])));
-        m.span = Max(m.span, at - inst.start);
-        Simulator::Schedule(at - now, &Communicator::FinishRank, this, seq, r);
+        // The remaining loops at the steady state's period, one for all ranks (the servers
+        // are coupled through the trees): the mean over ranks of their mean period on
+        // loops a..b.
+        double sum = 0;
+        for (uint32_t q = 0; q < m_nranks; ++q)
+        {
+            sum += (f.atB[q] - f.atA[q]) / (f.b - f.a);
+        }
+        const double period = sum / m_nranks;
+        const double more = f.loops - f.trial;
+        const Time now = Simulator::Now();
+        for (uint32_t q = 0; q < m_nranks; ++q)
+        {
+            const Time at = Max(now, inst.start + NanoSeconds(std::llround(f.last[q] + more * period)));
+            m.span = Max(m.span, at - inst.start);
+            Simulator::Schedule(at - now, &Communicator::FinishRank, this, seq, q);
+        }
     }
     m_world->Reserve(m.ringLinks, inst.start + m.span);
 }
