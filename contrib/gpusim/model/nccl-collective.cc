@@ -617,8 +617,8 @@ NcclWorld::GetTypeId()
                           "Fidelity=collective with RingFlows: an NVLS/NVLSTree AllReduce whose "
                           "ranks join together on idle links runs this many of its loops chunk "
                           "by chunk (at least 32) and the rest at the period measured on them "
-                          "(model/nccl-nvls-flows.cc; about 1 % off the chunk level at 128 "
-                          "loops, doc/flow-backend.md). 0: chunk level, as before",
+                          "(model/nccl-nvls-flows.cc; 0.7-4 % off the chunk level at 128 loops, "
+                          "doc/flow-backend.md). 0: chunk level, as before",
                           UintegerValue(0),
                           MakeUintegerAccessor(&NcclWorld::m_nvlsTrialLoops),
                           MakeUintegerChecker<uint32_t>(0, 4096))

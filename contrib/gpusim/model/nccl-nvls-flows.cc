@@ -1,6 +1,6 @@
 /*
  * NVLS and NVLSTree AllReduce with the loops in closed form (NcclWorld Fidelity=collective
- * with RingFlows=true; doc/flow-backend.md, "NVLS and NVLSTree: trial loops").
+ * with RingFlows=true; doc/flow-backend.md, "NVLS and NVLSTree: edge flows do not fit; trial loops").
  *
  * The chunk-level NvlsExecutor (nccl-algorithms.cc) runs `loops` identical loops through FIFO
  * connections of one transfer in flight (PipelineDepth 1). Per loop l and server s:
@@ -35,7 +35,9 @@
  * join) still shares the GPUs' NVLink with the multicast; loop to loop increments scatter by
  * +-25 % and lock to one period only after it finished (8 servers, 128 loops: 57.0 us mean
  * before, 58.6 us after), and the per-server phase at the end depends on that history.
- * Measured worst rank error at 128 loops: 0.4-1.4 % (test/nvls-flows-test.cc).
+ * Measured at 128 loops (1 GiB): worst rank 0.7 / 1.2 % on 16 / 8 servers
+ * (test/nvls-flows-test.cc); collective time 2.0 / 1.5 / 4.2 / 3.3 % short on 64 / 512 / 1,024
+ * / 2,048 servers. Hence off by default.
  */
 #include "ns3/cluster-topology.h"
 #include "ns3/flow-backend.h"
