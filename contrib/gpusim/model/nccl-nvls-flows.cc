@@ -1,6 +1,7 @@
 /*
- * NVLS and NVLSTree AllReduce with the loops in closed form (NcclWorld Fidelity=collective
- * with RingFlows=true; doc/flow-backend.md, "NVLS and NVLSTree: edge flows do not fit; trial loops").
+ * NVLS and NVLSTree AllReduce with trial loops (NcclWorld Fidelity=collective, RingFlows=true,
+ * NvlsTrialLoops > 0; doc/flow-backend.md, "NVLS and NVLSTree: edge flows do not fit; trial
+ * loops").
  *
  * The chunk-level NvlsExecutor (nccl-algorithms.cc) runs `loops` identical loops through FIFO
  * connections of one transfer in flight (PipelineDepth 1). Per loop l and server s:
