@@ -270,7 +270,8 @@ Communicator::NvlsLoopDelivered(uint64_t seq, uint32_t r)
         const Time now = Simulator::Now();
         for (uint32_t q = 0; q < m_nranks; ++q)
         {
-            const Time at = Max(now, inst.start + NanoSeconds(std::llround(f.last[q] + more * period)));
+            const Time done = NanoSeconds(std::llround(f.last[q] + more * period));
+            const Time at = Max(now, inst.start + done);
             m.span = Max(m.span, at - inst.start);
             Simulator::Schedule(at - now, &Communicator::FinishRank, this, seq, q);
         }
