@@ -657,6 +657,15 @@ NcclWorld::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&NcclWorld::m_ringFlows),
                           MakeBooleanChecker())
+            .AddAttribute("NvlsTrialLoops",
+                          "Fidelity=collective with RingFlows: an NVLS/NVLSTree AllReduce whose "
+                          "ranks join together on idle links runs this many of its loops chunk "
+                          "by chunk (at least 32) and the rest at the period measured on them "
+                          "(model/nccl-nvls-flows.cc; 0.7-4 % off the chunk level at 128 loops, "
+                          "doc/flow-backend.md). 0: chunk level, as before",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&NcclWorld::m_nvlsTrialLoops),
+                          MakeUintegerChecker<uint32_t>(0, 4096))
             .AddTraceSource("TransferDelivered",
                             "A transfer of a collective or P2P operation was delivered",
                             MakeTraceSourceAccessor(&NcclWorld::m_transferDelivered),

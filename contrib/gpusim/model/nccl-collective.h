@@ -169,7 +169,8 @@ class Communicator : public Object
         std::vector<Time> done;          //!< per comm rank: completion after the start
         Time span;                       //!< largest of `done` (Learn: of its run)
         uint64_t transfers = 0;
-        // RingFlows (ring AllReduce/AllGather/ReduceScatter): the links of all ring edges.
+        // RingFlows (ring AllReduce/AllGather/ReduceScatter, and NVLS / NVLSTree AllReduce):
+        // the links of all edge flows.
         std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
         std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
         bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
@@ -200,6 +201,21 @@ class Communicator : public Object
         uint32_t pending = 0;                      //!< edge flows not yet delivered
     };
 
+    /// NVLS / NVLSTree with NvlsTrialLoops (nccl-nvls-flows.cc): the executor runs `trial` of
+    /// the op's `loops` loops chunk by chunk; per rank, when the multicast of loop `a`, `b`
+    /// and of the last trial loop arrived (after the start).
+    struct FluidNvls
+    {
+        uint32_t loops = 0; //!< the op's loops
+        uint32_t trial = 0; //!< loops run chunk by chunk
+        uint32_t a = 0;     //!< first loop of the steady-state window
+        uint32_t b = 0;     //!< its last loop
+        std::vector<uint32_t> received; //!< per comm rank: loops delivered so far
+        std::vector<double> atA, atB, last;
+        uint32_t pending = 0;  //!< ranks whose last trial loop has not arrived
+        uint64_t perLoop = 0;  //!< transfers of one loop
+    };
+
     struct Instance
     {
         CollectiveRecord record;
@@ -217,7 +233,9 @@ class Communicator : public Object
         EventId deadline;            //!< end of the wait for the last rank (replays)
         std::vector<uint64_t> snap;  //!< flow starts on memo->links at `start`
         SentCounts sent;             //!< Learn / Watch: transfers by (src, dst, flow key)
-        std::unique_ptr<FluidRing> ring; //!< Fluid only
+        std::unique_ptr<FluidRing> ring; //!< Fluid ring only
+        std::unique_ptr<FluidNvls> nvls; //!< Fluid NVLS / NVLSTree only
+        uint64_t ownScale = 1;           //!< Fluid: own flows on each link = ringOwn x this
     };
     /// RingFlows applies to this op (ring AllReduce/AllGather/ReduceScatter, depth 1, flows).
     bool RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
@@ -225,6 +243,15 @@ class Communicator : public Object
     void StartRingFlows(uint64_t seq, Instance& inst);
     /// RingFlows: edge flow `e` delivered; the last one fixes every rank's completion.
     void RingFlowDelivered(uint64_t seq, uint32_t e);
+    /// NVLS loops in closed form apply (NVLS / NVLSTree AllReduce, depth 1, RingFlows on).
+    bool NvlsFlowsApply(const MemoEntry& m, const gpusim::Op& op) const;
+    /// NVLS: all ranks joined; runs the trial loops if the op's links are idle.
+    void StartNvlsFlows(uint64_t seq, Instance& inst);
+    /// NVLS: loop delivered to comm rank r; the last trial loop of the last rank fixes every
+    /// rank's completion.
+    void NvlsLoopDelivered(uint64_t seq, uint32_t r);
+    /// NVLS: the directed links of every connection and its flows per loop on each.
+    void NvlsLinks(MemoEntry& m);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
@@ -343,6 +370,8 @@ class NcclWorld : public Object
     };
     /// Fidelity=collective with RingFlows: isolated ring collectives run as edge flows.
     bool IsRingFlows() const;
+    /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
+    uint32_t GetNvlsTrialLoops() const;
     const FidelityStats& GetFidelityStats() const;
     FidelityStats& MutableFidelityStats();
 
@@ -408,6 +437,7 @@ class NcclWorld : public Object
     std::string m_fidelity;              //!< chunk | collective
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
+    uint32_t m_nvlsTrialLoops = 0;       //!< RingFlows: NVLS loops run chunk by chunk (0: all)
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
     std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
     std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)

@@ -107,6 +107,13 @@ NcclWorld::IsRingFlows() const
     return m_ringFlows && IsCollectiveFidelity();
 }
 
+uint32_t
+NcclWorld::GetNvlsTrialLoops() const
+{
+    // Fewer loops leave no steady-state window between the fill and the drain.
+    return IsRingFlows() && m_nvlsTrialLoops > 0 ? std::max<uint32_t>(m_nvlsTrialLoops, 32) : 0;
+}
+
 void
 NcclWorld::CountOpen(uint32_t gpu, int delta)
 {
@@ -157,12 +164,14 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
     }
     const MemoEntry& m = *inst.memo;
     const bool ring = RingFlowsApply(m, *inst.op);
-    if (!m_world->GetFlowBackend() || (!ring && m.state == MemoEntry::State::Never))
+    const bool nvls = NvlsFlowsApply(m, *inst.op);
+    const bool edge = ring || nvls;
+    if (!m_world->GetFlowBackend() || (!edge && m.state == MemoEntry::State::Never))
     {
         StartDetailed(seq, inst, Mode::Detailed);
         return;
     }
-    if (!ring && m.state == MemoEntry::State::Learn)
+    if (!edge && m.state == MemoEntry::State::Learn)
     {
         StartDetailed(seq, inst, Mode::Learn);
         return;
@@ -185,6 +194,11 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
     if (ring)
     {
         StartRingFlows(seq, inst);
+        return;
+    }
+    if (nvls)
+    {
+        StartNvlsFlows(seq, inst);
         return;
     }
     Decide(seq, inst);
@@ -265,19 +279,21 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     NcclWorld::FidelityStats& stats = m_world->MutableFidelityStats();
     if (inst.mode == Mode::Fluid)
     {
-        const FluidRing& fr = *inst.ring;
-        rec.transfers = uint64_t(fr.items) * fr.endNs.size();
+        // The chunk level's transfers: every edge flow stands for one per item.
+        rec.transfers = inst.ring ? uint64_t(inst.ring->items) * inst.ring->endNs.size()
+                                  : uint64_t(inst.nvls->loops) * inst.nvls->perLoop;
         m_world->Reserve(m.ringLinks, Simulator::Now());
         for (size_t i = 0; i < m.ringLinks.size(); ++i)
         {
-            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] != m.ringOwn[i])
+            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] !=
+                m.ringOwn[i] * inst.ownScale)
             {
                 // Other traffic started on its links while it ran: the edge flows shared
                 // with it at fluid rates, not chunk by chunk. Chunk level from now on.
                 ++stats.conflicts;
                 m.ringConflict = true;
                 NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
-                                    << ": ring run as edge flows met other traffic");
+                                    << ": run as edge flows, met other traffic");
                 break;
             }
         }
