@@ -4,6 +4,7 @@
 #include "ns3/cluster-topology.h"
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
+#include "ns3/mirror-classes.h"
 #include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -210,10 +211,6 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             throw std::runtime_error("rank " + std::to_string(r) + " shares the ops of rank " +
                                      std::to_string(from) + ", which has none of its own");
         }
-        if (from < 0 || !Mirrorable(static_cast<uint32_t>(from)))
-        {
-            ctx->Load(m_job->ranks[from >= 0 ? from : r]);
-        }
         // A sharing rank's comm_init lines pair up, in order, with the shared list's: the
         // list's collectives name the list's communicators (which may differ from this rank's).
         std::vector<const std::string*> listComms;
@@ -244,18 +241,7 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
         }
         m_contexts.push_back(ctx);
     }
-    for (uint32_t r = 0; r < n; ++r)
-    {
-        const int32_t from = m_job->ranks[r].opsFrom;
-        if (from >= 0 && Mirrorable(static_cast<uint32_t>(from)))
-        {
-            m_contexts[from]->AddMirror(m_contexts[r]);
-        }
-    }
-    if (m_mirrorRanks)
-    {
-        AssignTwinComms();
-    }
+    AssignRepresentatives();
     for (uint32_t r = 0; r < n; ++r)
     {
         for (const Op& op : m_job->ranks[r].ops)
@@ -464,6 +450,58 @@ GpuWorkload::Mirrorable(uint32_t owner)
         }
     }
     return it->second;
+}
+
+void
+GpuWorkload::AssignRepresentatives()
+{
+    // Which list each rank runs, and which ranks may mirror one another: those sharing a
+    // mirrorable list, split until each class sees the same network (SplitMirrorClasses).
+    const uint32_t n = m_contexts.size();
+    std::set<uint32_t> sharedLists;
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        if (m_job->ranks[r].opsFrom >= 0)
+        {
+            sharedLists.insert(static_cast<uint32_t>(m_job->ranks[r].opsFrom));
+        }
+    }
+    std::vector<int32_t> listOf(n, -1);
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        const int32_t from = m_job->ranks[r].opsFrom;
+        const uint32_t owner = from >= 0 ? static_cast<uint32_t>(from) : r;
+        const bool shared = from >= 0 || sharedLists.count(r) != 0;
+        if (shared && Mirrorable(owner))
+        {
+            listOf[r] = static_cast<int32_t>(owner);
+        }
+    }
+    std::vector<uint32_t> rep(n);
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        rep[r] = r;
+    }
+    if (m_mirrorRanks)
+    {
+        rep = SplitMirrorClasses(*m_job, m_contexts, listOf, m_world->GetTopology());
+    }
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        const int32_t from = m_job->ranks[r].opsFrom;
+        if (rep[r] == r)
+        {
+            m_contexts[r]->Load(m_job->ranks[from >= 0 ? from : r]);
+        }
+        else
+        {
+            m_contexts[rep[r]]->AddMirror(m_contexts[r]);
+        }
+    }
+    if (m_mirrorRanks)
+    {
+        AssignTwinComms();
+    }
 }
 
 void

@@ -1,0 +1,38 @@
+/*
+ * Mirror classes (GpuWorkload MirrorIdenticalRanks, doc/flow-backend.md "Mirrored ranks"):
+ * which ranks may stand in for one another. Ranks running one op list are split until the
+ * members of a class see the same network: the same load on the links of their point-to-point
+ * sends (ECMP choices included) and communicators whose members are themselves in equal
+ * classes. Ranks whose sends share a spine link with other flows, and every rank coupled to
+ * them through a communicator (their TP group, their pipeline), then run their own copy of
+ * the list instead of moving in lockstep with ranks that do not collide.
+ */
+#ifndef GPUSIM_MIRROR_CLASSES_H
+#define GPUSIM_MIRROR_CLASSES_H
+
+#include "ns3/cluster-topology.h"
+#include "ns3/cuda-context.h"
+#include "ns3/op-ir.h"
+#include "ns3/ptr.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+/// The representative of each rank: itself when it runs its own ops, else the lowest rank of
+/// its class (which runs them). `listOf[r]` is the owner of the op list rank r may mirror, or
+/// -1 when it must run on its own; only ranks with the same owner can share a class. Classes
+/// are refined (colour refinement over ranks, links and communicators) until stable: two
+/// ranks stay together only if their point-to-point send routes cross links carrying the same
+/// classes of flows, hop by hop, and each of their communicators (by the list's names) has
+/// members of the same classes. `topology` null: only the list decides.
+std::vector<uint32_t> SplitMirrorClasses(const gpusim::JobTrace& job,
+                                         const std::vector<Ptr<CudaContext>>& contexts,
+                                         const std::vector<int32_t>& listOf,
+                                         Ptr<ClusterTopology> topology);
+
+} // namespace ns3
+
+#endif // GPUSIM_MIRROR_CLASSES_H
