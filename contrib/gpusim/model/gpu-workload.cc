@@ -142,6 +142,22 @@ GpuWorkload::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&GpuWorkload::m_mirrorRanks),
                           MakeBooleanChecker())
+            .AddAttribute("MirrorSplitClasses",
+                          "With MirrorIdenticalRanks: split the ranks sharing a list into "
+                          "classes whose members see the same network (SplitMirrorClasses: the "
+                          "same result as every rank simulated, more representatives); false: "
+                          "one class per list (fewest representatives; replicas whose flows "
+                          "collide on ECMP paths are held in lockstep with the others)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&GpuWorkload::m_splitClasses),
+                          MakeBooleanChecker())
+            .AddAttribute("MirrorMaxClasses",
+                          "With MirrorSplitClasses: the most classes (representatives) one op "
+                          "list may be split into; splitting stops before a step that would "
+                          "exceed it (0: no limit)",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&GpuWorkload::m_maxClasses),
+                          MakeUintegerChecker<uint32_t>())
             .AddAttribute("RecordTransfers",
                           "Keep network transfers for the Chrome trace",
                           BooleanValue(false),
@@ -482,9 +498,19 @@ GpuWorkload::AssignRepresentatives()
     {
         rep[r] = r;
     }
-    if (m_mirrorRanks)
+    if (m_mirrorRanks && m_splitClasses)
     {
-        rep = SplitMirrorClasses(*m_job, m_contexts, listOf, m_world->GetTopology());
+        UintegerValue channels;
+        m_world->GetAttribute("Channels", channels);
+        rep = SplitMirrorClasses(*m_job, m_contexts, listOf, m_world->GetTopology(),
+                                 static_cast<uint32_t>(channels.Get()), m_maxClasses);
+    }
+    else if (m_mirrorRanks)
+    {
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            rep[r] = listOf[r] >= 0 ? static_cast<uint32_t>(listOf[r]) : r;
+        }
     }
     for (uint32_t r = 0; r < n; ++r)
     {

@@ -154,6 +154,8 @@ class GpuWorkload : public Object
     bool m_recordActivities;
     bool m_recordCollectives;
     bool m_mirrorRanks;
+    bool m_splitClasses;   //!< MirrorSplitClasses
+    uint32_t m_maxClasses; //!< MirrorMaxClasses
     std::map<uint32_t, bool> m_mirrorable; //!< Mirrorable() by list owner
     bool m_recordTransfers;
     uint32_t m_maxTransfers;

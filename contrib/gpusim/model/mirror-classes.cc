@@ -50,6 +50,23 @@ SendsOf(const gpusim::RankTrace& list)
     return sends;
 }
 
+/// The communicators (by the list's names) that one op list runs collectives on (not sends
+/// or receives).
+std::set<std::string>
+CollectiveCommsOf(const gpusim::RankTrace& list)
+{
+    std::set<std::string> comms;
+    for (const gpusim::Op& op : list.ops)
+    {
+        if (op.kind == gpusim::OpKind::Collective && op.coll != gpusim::CollKind::Send &&
+            op.coll != gpusim::CollKind::Recv)
+        {
+            comms.insert(op.comm);
+        }
+    }
+    return comms;
+}
+
 /// What refinement looks at: each rank's send routes (link ids) and its communicators.
 struct Neighbourhood
 {
@@ -116,7 +133,8 @@ FindBlocks(Neighbourhood& nb, const std::vector<int32_t>& listOf)
 Neighbourhood
 Collect(const gpusim::JobTrace& job,
         const std::vector<Ptr<CudaContext>>& contexts,
-        Ptr<ClusterTopology> topology)
+        Ptr<ClusterTopology> topology,
+        uint32_t ringChannels)
 {
     const uint32_t n = contexts.size();
     Neighbourhood nb;
@@ -129,6 +147,18 @@ Collect(const gpusim::JobTrace& job,
     }
     std::map<const Communicator*, uint32_t> commIndex;
     std::map<uint32_t, std::vector<std::pair<std::string, uint32_t>>> sendsOfList;
+    std::map<uint32_t, std::set<std::string>> collectivesOfList;
+    std::set<const Communicator*> ringsDone;
+    auto addRoute = [&](uint32_t r, uint32_t src, uint32_t dst, uint64_t flowKey) {
+        // The route the flow backend takes (FlowBackend::LookupRoute: the same hash).
+        std::vector<uint32_t> links;
+        topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), links);
+        for (uint32_t l : links)
+        {
+            nb.linkUsers[l].push_back(r);
+        }
+        nb.routes[r].push_back(std::move(links));
+    };
     for (uint32_t r = 0; r < n; ++r)
     {
         // Communicators in name order (the list's names, the same for every sharer).
@@ -172,21 +202,47 @@ Collect(const gpusim::JobTrace& job,
             }
             const Ptr<Communicator> c = app->GetCommunicator();
             const uint32_t me = app->GetCommRank();
-            const uint32_t src = c->GpuOf(me);
-            const uint32_t dst = c->GpuOf(peer);
-            // The route the flow backend takes (FlowBackend::LookupRoute: the same hash).
-            std::vector<uint32_t> links;
-            topology->RouteInto(src,
-                                dst,
-                                ClusterTopology::HashFlow(Communicator::P2pFlowKey(me, peer),
-                                                          src,
-                                                          dst),
-                                links);
-            for (uint32_t l : links)
+            addRoute(r, c->GpuOf(me), c->GpuOf(peer), Communicator::P2pFlowKey(me, peer));
+        }
+        // Collectives across servers: the edge flows of their rings (channel c's flows use
+        // flow key c, as the ring flows of NcclWorld RingFlows do), each the sender's.
+        auto [cit, cfresh] = collectivesOfList.try_emplace(list);
+        if (cfresh)
+        {
+            cit->second = CollectiveCommsOf(job.ranks[list]);
+        }
+        for (const std::string& name : cit->second)
+        {
+            Ptr<NcclCollective> app = contexts[r]->GetCommunicator(name);
+            if (!app || app->GetCommunicator()->NumServers() < 2 ||
+                !ringsDone.insert(PeekPointer(app->GetCommunicator())).second)
             {
-                nb.linkUsers[l].push_back(r);
+                continue;
             }
-            nb.routes[r].push_back(std::move(links));
+            const Ptr<Communicator> c = app->GetCommunicator();
+            uint32_t channels = ringChannels;
+            if (channels == 0)
+            {
+                std::map<uint32_t, uint32_t> perServer;
+                for (uint32_t gpu : c->Gpus())
+                {
+                    channels = std::max(channels, ++perServer[topology->ServerOf(gpu)]);
+                }
+            }
+            for (uint32_t ch = 0; ch < channels; ++ch)
+            {
+                const std::vector<uint32_t> order = c->RingOrder(ch);
+                for (size_t p = 0; p < order.size(); ++p)
+                {
+                    const uint32_t src = c->GpuOf(order[p]);
+                    const uint32_t dst = c->GpuOf(order[(p + 1) % order.size()]);
+                    auto sender = rankOfGpu.find(src);
+                    if (sender != rankOfGpu.end() && src != dst)
+                    {
+                        addRoute(sender->second, src, dst, ch);
+                    }
+                }
+            }
         }
     }
     return nb;
@@ -224,17 +280,27 @@ Refine(const Neighbourhood& nb, const std::vector<Colour>& colour)
     }
     Interner ranks;
     std::vector<Colour> next(colour.size());
+    std::vector<std::vector<Colour>> routeKeys;
     const Colour sep = ~Colour(0);
     for (size_t r = 0; r < colour.size(); ++r)
     {
+        // The routes as a multiset (ring edges are listed when their communicator is first
+        // met, sends in list order): sorted, each hop by hop.
+        routeKeys.resize(nb.routes[r].size());
+        for (size_t i = 0; i < nb.routes[r].size(); ++i)
+        {
+            routeKeys[i].clear();
+            for (uint32_t l : nb.routes[r][i])
+            {
+                routeKeys[i].push_back(linkColour[l]);
+            }
+        }
+        std::sort(routeKeys.begin(), routeKeys.end());
         key.assign(1, colour[r]);
-        for (const auto& route : nb.routes[r])
+        for (const auto& route : routeKeys)
         {
             key.push_back(sep);
-            for (uint32_t l : route)
-            {
-                key.push_back(linkColour[l]);
-            }
+            key.insert(key.end(), route.begin(), route.end());
         }
         key.push_back(sep);
         for (uint32_t c : nb.comms[r])
@@ -269,13 +335,35 @@ CountColours(const std::vector<Colour>& colour)
     return std::set<Colour>(colour.begin(), colour.end()).size();
 }
 
+/// The largest number of classes among the ranks of one list.
+size_t
+MostClassesOfAList(const std::vector<Colour>& colour, const std::vector<int32_t>& listOf)
+{
+    std::map<int32_t, std::set<Colour>> perList;
+    for (size_t r = 0; r < colour.size(); ++r)
+    {
+        if (listOf[r] >= 0)
+        {
+            perList[listOf[r]].insert(colour[r]);
+        }
+    }
+    size_t most = 0;
+    for (const auto& [list, colours] : perList)
+    {
+        most = std::max(most, colours.size());
+    }
+    return most;
+}
+
 } // namespace
 
 std::vector<uint32_t>
 SplitMirrorClasses(const gpusim::JobTrace& job,
                    const std::vector<Ptr<CudaContext>>& contexts,
                    const std::vector<int32_t>& listOf,
-                   Ptr<ClusterTopology> topology)
+                   Ptr<ClusterTopology> topology,
+                   uint32_t ringChannels,
+                   uint32_t maxClasses)
 {
     const uint32_t n = contexts.size();
     // Start from the lists: ranks sharing a mirrorable list, everyone else alone.
@@ -284,19 +372,28 @@ SplitMirrorClasses(const gpusim::JobTrace& job,
     {
         colour[r] = listOf[r] >= 0 ? Colour(listOf[r]) : Colour(n) + r;
     }
-    Neighbourhood nb = Collect(job, contexts, topology);
+    Neighbourhood nb = Collect(job, contexts, topology, ringChannels);
     FindBlocks(nb, listOf);
     size_t classes = CountColours(colour);
     // Each round only splits classes (the old colour is part of the new), so at most n rounds.
+    // Round k tells apart ranks whose neighbourhoods differ within k steps; a round that would
+    // give some list more than maxClasses classes is not taken (the classes stay those of the
+    // round before: equal as far as the budget looks).
     for (uint32_t round = 0; round < n; ++round)
     {
         std::vector<Colour> next = Refine(nb, colour);
         const size_t count = CountColours(next);
-        colour = std::move(next);
         if (count == classes)
         {
             break;
         }
+        if (maxClasses > 0 && MostClassesOfAList(next, listOf) > maxClasses)
+        {
+            NS_LOG_INFO("round " << round << " would give a list more than " << maxClasses
+                                 << " classes; stopping at " << classes);
+            break;
+        }
+        colour = std::move(next);
         classes = count;
     }
     std::map<Colour, uint32_t> lowest;

@@ -27,11 +27,17 @@ namespace ns3
 /// are refined (colour refinement over ranks, links and communicators) until stable: two
 /// ranks stay together only if their point-to-point send routes cross links carrying the same
 /// classes of flows, hop by hop, and each of their communicators (by the list's names) has
-/// members of the same classes. `topology` null: only the list decides.
+/// members of the same classes; the edge flows of rings across servers (`ringChannels`
+/// rings, 0: as many as a server's most members) count as sends. `topology` null: only the
+/// list decides. Refinement stops
+/// before a round that would give one list more than `maxClasses` classes (0: no limit), so
+/// the number of representatives, and the cost, stay bounded.
 std::vector<uint32_t> SplitMirrorClasses(const gpusim::JobTrace& job,
                                          const std::vector<Ptr<CudaContext>>& contexts,
                                          const std::vector<int32_t>& listOf,
-                                         Ptr<ClusterTopology> topology);
+                                         Ptr<ClusterTopology> topology,
+                                         uint32_t ringChannels = 0,
+                                         uint32_t maxClasses = 0);
 
 } // namespace ns3
 
