@@ -265,4 +265,9 @@ TEST(MirrorRanks, CommandLineChoosesRanks)
     };
     EXPECT_FALSE(iterationLine(all.out).empty()) << all.out;
     EXPECT_EQ(iterationLine(mirrored.out), iterationLine(all.out));
+    // One class per stage (what search uses): on one leaf the replicas see the same network.
+    const CliResult lockstep = with({"--ranks", "lockstep"});
+    ASSERT_EQ(lockstep.code, 0) << lockstep.err;
+    EXPECT_NE(lockstep.out.find("# 30 of 32 ranks mirrored"), std::string::npos) << lockstep.out;
+    EXPECT_EQ(iterationLine(lockstep.out), iterationLine(all.out));
 }
