@@ -862,52 +862,77 @@ CudaContext::LaunchMirrored(const std::vector<const Op*>& ops, std::function<voi
     // so for the class) when it has completed on the representative and on every mirror. The
     // full run couples them the same way wherever they meet in a collective (a TP group waits
     // for its slowest member), so the slowest member sets the pace; the gap between the
-    // representative's own completion and the last one is recorded.
+    // representative's own completion and the last one is recorded. (SplitMirrorClasses keeps
+    // ranks that would not meet that often, or that see another network, in other classes.)
     //
     // A mirror whose communicator is a private twin of the representative's (SetTwinComms)
     // does not launch it: an isomorphic group on links nobody else uses, joined at the same
     // instant, ends at the same instant as the representative's. It still counts as an open
     // collective on its GPU until then (RingFlows asks whether a GPU has one open).
+    //
+    // One Watch per launch, and callbacks that capture only it (they fit std::function's
+    // local buffer): a class launches millions of these.
     struct Watch
     {
+        CudaContext* rep = nullptr;
         size_t outstanding = 0;
-        Time rep;
-        Time lo;
-        Time hi;
+        Time repDone;
+        Time lo = Time::Max();
+        Time hi = Time::Min();
         std::vector<uint32_t> openTwins; //!< GPUs counted open for skipped twin launches
         std::function<void()> done;
+
+        void Settle()
+        {
+            if (--outstanding > 0)
+            {
+                return;
+            }
+            for (uint32_t gpu : openTwins)
+            {
+                rep->m_peerWorld->CountOpen(gpu, -1);
+            }
+            MirrorStats& st = rep->m_mirrorStats;
+            st.launches += rep->m_mirrors.size();
+            if (hi >= lo) // some mirror launched
+            {
+                const Time off = std::max(hi - repDone, repDone - lo);
+                if (off.IsStrictlyPositive())
+                {
+                    ++st.diverged;
+                    st.maxDivergence = std::max(st.maxDivergence, off);
+                }
+            }
+            done();
+        }
     };
     auto watch = std::make_shared<Watch>();
+    watch->rep = this;
     watch->done = std::move(done);
-    watch->lo = Time::Max();
-    watch->hi = Time::Min();
-    std::vector<std::pair<uint32_t, std::vector<const Op*>>> launches; // mirror -> its ops
     bool oneComm = true;
     for (const Op* op : ops)
     {
         oneComm = oneComm && op->comm == ops.front()->comm;
     }
-    if (oneComm)
+    const MirrorComm* mc = oneComm ? &MirrorCommFor(ops.front()->comm) : nullptr;
+    if (mc && m_peerWorld && m_peerWorld->IsCollectiveFidelity() &&
+        ops.front()->coll != gpusim::CollKind::Send && ops.front()->coll != gpusim::CollKind::Recv)
     {
-        const MirrorComm& mc = MirrorCommFor(ops.front()->comm);
-        for (uint32_t i : mc.launch)
+        for (uint32_t gpu : mc->twinGpus)
         {
-            launches.emplace_back(i, ops);
-        }
-        if (m_peerWorld && m_peerWorld->IsCollectiveFidelity() &&
-            ops.front()->coll != gpusim::CollKind::Send &&
-            ops.front()->coll != gpusim::CollKind::Recv)
-        {
-            for (uint32_t gpu : mc.twinGpus)
+            for (size_t k = 0; k < ops.size(); ++k)
             {
-                for (size_t k = 0; k < ops.size(); ++k)
-                {
-                    watch->openTwins.push_back(gpu);
-                }
+                watch->openTwins.push_back(gpu);
             }
         }
     }
-    else
+    for (uint32_t gpu : watch->openTwins)
+    {
+        m_peerWorld->CountOpen(gpu, +1);
+    }
+    // Mixed groups: each mirror launches the parts that are not twins.
+    std::vector<std::pair<uint32_t, std::vector<const Op*>>> mixed;
+    if (!mc)
     {
         for (uint32_t i = 0; i < m_mirrors.size(); ++i)
         {
@@ -921,49 +946,31 @@ CudaContext::LaunchMirrored(const std::vector<const Op*>& ops, std::function<voi
             }
             if (!own.empty())
             {
-                launches.emplace_back(i, std::move(own));
+                mixed.emplace_back(i, std::move(own));
             }
         }
     }
-    for (uint32_t gpu : watch->openTwins)
-    {
-        m_peerWorld->CountOpen(gpu, +1);
-    }
-    watch->outstanding = 1 + launches.size();
-    const uint32_t mirrors = m_mirrors.size();
-    auto settle = [this, watch, mirrors]() {
-        if (--watch->outstanding > 0)
-        {
-            return;
-        }
-        for (uint32_t gpu : watch->openTwins)
-        {
-            m_peerWorld->CountOpen(gpu, -1);
-        }
-        m_mirrorStats.launches += mirrors;
-        if (watch->hi >= watch->lo) // some mirror launched
-        {
-            const Time off = std::max(watch->hi - watch->rep, watch->rep - watch->lo);
-            if (off.IsStrictlyPositive())
-            {
-                ++m_mirrorStats.diverged;
-                m_mirrorStats.maxDivergence = std::max(m_mirrorStats.maxDivergence, off);
-            }
-        }
-        watch->done();
+    watch->outstanding = 1 + (mc ? mc->launch.size() : mixed.size());
+    auto mirrorDone = [watch]() {
+        const Time now = Simulator::Now();
+        watch->lo = std::min(watch->lo, now);
+        watch->hi = std::max(watch->hi, now);
+        watch->Settle();
     };
-    for (auto& [i, own] : launches)
+    if (mc)
     {
-        m_mirrors[i]->LaunchOwn(own, [watch, settle]() {
-            const Time now = Simulator::Now();
-            watch->lo = std::min(watch->lo, now);
-            watch->hi = std::max(watch->hi, now);
-            settle();
-        });
+        for (uint32_t i : mc->launch)
+        {
+            m_mirrors[i]->LaunchOwn(ops, mirrorDone);
+        }
     }
-    LaunchOwn(ops, [watch, settle]() {
-        watch->rep = Simulator::Now();
-        settle();
+    for (auto& [i, own] : mixed)
+    {
+        m_mirrors[i]->LaunchOwn(own, mirrorDone);
+    }
+    LaunchOwn(ops, [watch]() {
+        watch->repDone = Simulator::Now();
+        watch->Settle();
     });
 }
 
@@ -982,6 +989,20 @@ CudaContext::SetTwinComms(std::set<std::string> comms)
 void
 CudaContext::LaunchOwn(const std::vector<const Op*>& ops, std::function<void()> done)
 {
+    if (ops.size() == 1)
+    {
+        // Most launches are one op: no part counter.
+        Ptr<NcclCollective> comm = GetCommunicator(ops.front()->comm);
+        if (!comm)
+        {
+            AddError("rank " + std::to_string(m_rank) + ": " +
+                     gpusim::ToString(ops.front()->coll) + " on unknown communicator " +
+                     ops.front()->comm);
+            return; // the stream stays blocked; the stuck report names it
+        }
+        comm->Launch(ops.front(), std::move(done));
+        return;
+    }
     auto remaining = std::make_shared<size_t>(ops.size());
     auto partDone = [remaining, done]() {
         if (--*remaining == 0)

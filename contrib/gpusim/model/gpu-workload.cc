@@ -4,6 +4,7 @@
 #include "ns3/cluster-topology.h"
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
+#include "ns3/mirror-classes.h"
 #include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -141,6 +142,22 @@ GpuWorkload::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&GpuWorkload::m_mirrorRanks),
                           MakeBooleanChecker())
+            .AddAttribute("MirrorSplitClasses",
+                          "With MirrorIdenticalRanks: split the ranks sharing a list into "
+                          "classes whose members see the same network (SplitMirrorClasses: the "
+                          "same result as every rank simulated, more representatives); false: "
+                          "one class per list (fewest representatives; replicas whose flows "
+                          "collide on ECMP paths are held in lockstep with the others)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&GpuWorkload::m_splitClasses),
+                          MakeBooleanChecker())
+            .AddAttribute("MirrorMaxClasses",
+                          "With MirrorSplitClasses: the most classes (representatives) one op "
+                          "list may be split into; splitting stops before a step that would "
+                          "exceed it (0: no limit)",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&GpuWorkload::m_maxClasses),
+                          MakeUintegerChecker<uint32_t>())
             .AddAttribute("RecordTransfers",
                           "Keep network transfers for the Chrome trace",
                           BooleanValue(false),
@@ -210,10 +227,6 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             throw std::runtime_error("rank " + std::to_string(r) + " shares the ops of rank " +
                                      std::to_string(from) + ", which has none of its own");
         }
-        if (from < 0 || !Mirrorable(static_cast<uint32_t>(from)))
-        {
-            ctx->Load(m_job->ranks[from >= 0 ? from : r]);
-        }
         // A sharing rank's comm_init lines pair up, in order, with the shared list's: the
         // list's collectives name the list's communicators (which may differ from this rank's).
         std::vector<const std::string*> listComms;
@@ -244,18 +257,7 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
         }
         m_contexts.push_back(ctx);
     }
-    for (uint32_t r = 0; r < n; ++r)
-    {
-        const int32_t from = m_job->ranks[r].opsFrom;
-        if (from >= 0 && Mirrorable(static_cast<uint32_t>(from)))
-        {
-            m_contexts[from]->AddMirror(m_contexts[r]);
-        }
-    }
-    if (m_mirrorRanks)
-    {
-        AssignTwinComms();
-    }
+    AssignRepresentatives();
     for (uint32_t r = 0; r < n; ++r)
     {
         for (const Op& op : m_job->ranks[r].ops)
@@ -464,6 +466,68 @@ GpuWorkload::Mirrorable(uint32_t owner)
         }
     }
     return it->second;
+}
+
+void
+GpuWorkload::AssignRepresentatives()
+{
+    // Which list each rank runs, and which ranks may mirror one another: those sharing a
+    // mirrorable list, split until each class sees the same network (SplitMirrorClasses).
+    const uint32_t n = m_contexts.size();
+    std::set<uint32_t> sharedLists;
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        if (m_job->ranks[r].opsFrom >= 0)
+        {
+            sharedLists.insert(static_cast<uint32_t>(m_job->ranks[r].opsFrom));
+        }
+    }
+    std::vector<int32_t> listOf(n, -1);
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        const int32_t from = m_job->ranks[r].opsFrom;
+        const uint32_t owner = from >= 0 ? static_cast<uint32_t>(from) : r;
+        const bool shared = from >= 0 || sharedLists.count(r) != 0;
+        if (shared && Mirrorable(owner))
+        {
+            listOf[r] = static_cast<int32_t>(owner);
+        }
+    }
+    std::vector<uint32_t> rep(n);
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        rep[r] = r;
+    }
+    if (m_mirrorRanks && m_splitClasses)
+    {
+        UintegerValue channels;
+        m_world->GetAttribute("Channels", channels);
+        rep = SplitMirrorClasses(*m_job, m_contexts, listOf, m_world->GetTopology(),
+                                 static_cast<uint32_t>(channels.Get()), m_maxClasses);
+    }
+    else if (m_mirrorRanks)
+    {
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            rep[r] = listOf[r] >= 0 ? static_cast<uint32_t>(listOf[r]) : r;
+        }
+    }
+    for (uint32_t r = 0; r < n; ++r)
+    {
+        const int32_t from = m_job->ranks[r].opsFrom;
+        if (rep[r] == r)
+        {
+            m_contexts[r]->Load(m_job->ranks[from >= 0 ? from : r]);
+        }
+        else
+        {
+            m_contexts[rep[r]]->AddMirror(m_contexts[r]);
+        }
+    }
+    if (m_mirrorRanks)
+    {
+        AssignTwinComms();
+    }
 }
 
 void

@@ -118,6 +118,9 @@ class GpuWorkload : public Object
     /// Mirroring is on and ranks sharing rank `owner`'s op list can mirror it (checked once
     /// per list).
     bool Mirrorable(uint32_t owner);
+    /// Loads the op list of each rank that runs its own ops and attaches every other rank to
+    /// its class's representative (SplitMirrorClasses), then finds the private twins.
+    void AssignRepresentatives();
     /// Tells each mirror which of its communicators are private twins of its representative's
     /// (CudaContext::SetTwinComms): one server, nothing else on those GPUs' NVLink ports, the
     /// same local GPUs in comm-rank order.
@@ -151,6 +154,8 @@ class GpuWorkload : public Object
     bool m_recordActivities;
     bool m_recordCollectives;
     bool m_mirrorRanks;
+    bool m_splitClasses;   //!< MirrorSplitClasses
+    uint32_t m_maxClasses; //!< MirrorMaxClasses
     std::map<uint32_t, bool> m_mirrorable; //!< Mirrorable() by list owner
     bool m_recordTransfers;
     uint32_t m_maxTransfers;

@@ -471,6 +471,12 @@ Communicator::PlanFor(CollKind kind, uint64_t bytes)
     return it->second;
 }
 
+uint64_t
+Communicator::P2pFlowKey(uint32_t src, uint32_t dst)
+{
+    return src * 7919 + dst;
+}
+
 void
 Communicator::MatchP2p(uint32_t src, uint32_t dst)
 {
@@ -494,7 +500,7 @@ Communicator::MatchP2p(uint32_t src, uint32_t dst)
         ++m_p2pTransfers;
         auto sDone = std::move(s.done);
         auto rDone = std::move(r.done);
-        Send(plan, src, dst, static_cast<double>(s.op->bytes), src * 7919 + dst, false,
+        Send(plan, src, dst, static_cast<double>(s.op->bytes), P2pFlowKey(src, dst), false,
              [sDone, rDone]() {
                  sDone();
                  rDone();

@@ -127,6 +127,9 @@ class Communicator : public Object
     /// Double binary trees, one per channel (see doc/design.md).
     std::vector<CollectiveTree> Trees(uint32_t channels) const;
 
+    /// ECMP flow key of a point-to-point send from comm rank `src` to comm rank `dst` (the
+    /// same for every communicator: the route differs by the GPU pair the hash mixes in).
+    static uint64_t P2pFlowKey(uint32_t src, uint32_t dst);
     /// Rank `commRank` launches `op`; done() runs when its part completes.
     void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
 

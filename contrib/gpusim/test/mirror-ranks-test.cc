@@ -121,7 +121,7 @@ struct LockstepRun
 /// same program on communicator "b", which crosses to server 1 (slower). Then a kernel.
 /// With `share`, ranks 1, 2 and 8 share rank 0's op list (their own comm_init lines only).
 LockstepRun
-RunLockstepJob(bool share, bool mirror)
+RunLockstepJob(bool share, bool mirror, bool split = false)
 {
     GpuClusterHelper cluster;
     cluster.SetSpec(DgxH100(2));
@@ -155,6 +155,7 @@ RunLockstepJob(bool share, bool mirror)
     GpuWorkloadHelper h;
     h.SetBackend(net);
     h.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(mirror));
+    h.SetWorkloadAttribute("MirrorSplitClasses", BooleanValue(split));
     Ptr<GpuWorkload> w = h.Install(job, gpus);
     Simulator::Run();
     LockstepRun r;
@@ -202,6 +203,14 @@ TEST(MirrorRanks, LockstepWaitsForTheSlowestMirror)
     EXPECT_EQ(mirrored.mirrors.launches, 3u);
     EXPECT_EQ(mirrored.mirrors.diverged, 1u);
     EXPECT_EQ(mirrored.mirrors.maxDivergence, endB - endA);
+    // Split classes (the default): "a" lies on one server and binds ranks 0 and 1 into a
+    // block; ranks 2 and 8 ("b", across servers) are another class, so nobody waits for a
+    // member that is not its own.
+    const LockstepRun split = RunLockstepJob(true, true, true);
+    ASSERT_TRUE(split.report.completed) << split.report.stuck;
+    EXPECT_EQ(split.report.endTime, full.report.endTime);
+    EXPECT_EQ(split.mirrors.mirrored, 2u);
+    EXPECT_EQ(split.mirrors.diverged, 0u);
 }
 
 TEST(MirrorRanks, PeerCopiesKeepRanksOnTheirOwn)
@@ -256,4 +265,9 @@ TEST(MirrorRanks, CommandLineChoosesRanks)
     };
     EXPECT_FALSE(iterationLine(all.out).empty()) << all.out;
     EXPECT_EQ(iterationLine(mirrored.out), iterationLine(all.out));
+    // One class per stage (what search uses): on one leaf the replicas see the same network.
+    const CliResult lockstep = with({"--ranks", "lockstep"});
+    ASSERT_EQ(lockstep.code, 0) << lockstep.err;
+    EXPECT_NE(lockstep.out.find("# 30 of 32 ranks mirrored"), std::string::npos) << lockstep.out;
+    EXPECT_EQ(iterationLine(lockstep.out), iterationLine(all.out));
 }

@@ -136,8 +136,12 @@ FidelityOption(const Options& o, const std::string& defaultFidelity)
 void
 ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks)
 {
+    // lockstep: mirrored with one class per op list (GpuWorkload MirrorSplitClasses off), the
+    // fastest; exact only where the replicas see the same network (doc/flow-backend.md).
+    const bool lockstep = o.Get("ranks", defaultRanks) == "lockstep";
     h.SetWorkloadAttribute("MirrorIdenticalRanks",
-                           BooleanValue(MirroredRanksOption(o, defaultRanks)));
+                           BooleanValue(lockstep || MirroredRanksOption(o, defaultRanks)));
+    h.SetWorkloadAttribute("MirrorSplitClasses", BooleanValue(!lockstep));
 }
 
 void

@@ -29,8 +29,9 @@ Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
 /// --fidelity (`defaultFidelity` when not given: chunk, collective or flows).
 void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
                    const std::string& defaultFidelity = "chunk");
-/// --ranks all|mirrored (`defaultRanks` when not given): mirrored runs ranks that share a
-/// representative's op list as its mirrors (GpuWorkload MirrorIdenticalRanks).
+/// --ranks all|mirrored|lockstep (`defaultRanks` when not given): mirrored runs ranks that share
+/// a representative's op list as its mirrors (GpuWorkload MirrorIdenticalRanks), in classes
+/// that see the same network; lockstep in one class per list (MirrorSplitClasses off).
 void ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks);
 /// The checked value of --fidelity (chunk | collective | flows); throws UsageError.
 std::string FidelityOption(const Options& o, const std::string& defaultFidelity);

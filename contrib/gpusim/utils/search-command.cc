@@ -165,7 +165,7 @@ SimulateInChild(const Options& o, const ModelSpec& model, const TrainingPlan& pl
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
         ConfigureNccl(o, helper, "flows");
-        ConfigureRanks(o, helper, "mirrored");
+        ConfigureRanks(o, helper, "lockstep"); // ranking many plans: one class per stage
         helper.SetCostModel("ns3::RooflineCostModel");
         TrainingReport r = SimulateTraining(g, helper, gpus);
         double bubble = 0;
@@ -530,8 +530,8 @@ PrintSearchUsage(std::ostream& os)
           "  (default: the number of CPUs). Defaults: --sp both, --zero both.\n"
           "  --dry-run: list the plans that fit, in bound order, without simulating.\n"
           "  --progress: a line on stderr as each plan's simulation ends.\n"
-          "  Each plan runs as 'gpusim generate' does: --fidelity flows --ranks mirrored by\n"
-          "  default.\n";
+          "  Each plan runs as 'gpusim generate' does, with --fidelity flows and --ranks\n"
+          "  lockstep (one mirror class per stage; mirrored|all on request) by default.\n";
 }
 
 int
