@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler     # Chakra execution traces (model/proto/chakra-et.proto)
+  libjemalloc-dev                       # the gpusim program's allocator (contrib/gpusim/CMakeLists.txt)
 )
 
 missing=()
