@@ -2,6 +2,8 @@
 // detailed chunk-level model: every rank's completion of every ring AllReduce, AllGather and
 // ReduceScatter within 1 % of the chunk-level duration, on 1 to 16 dgx-h100 servers and 1 MiB
 // to 1 GiB; contended or skewed instances fall back to chunk level; deterministic.
+#include "edge-flow-test-util.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
@@ -24,98 +26,14 @@ using gpusim::CollKind;
 namespace
 {
 
-struct RingRun
-{
-    std::vector<CollectiveRecord> collectives;
-    NcclWorld::FidelityStats stats;
-    uint64_t flowsStarted = 0;
-    Time end;
-    bool completed = false;
-    std::string stuck;
-};
+using RingRun = gpusim_test::EdgeFlowRun;
+using gpusim_test::Paced;
+using gpusim_test::WorstError;
 
 RingRun
 RunRing(bool ringFlows, uint32_t servers, const std::function<void(JobBuilder&)>& build)
 {
-    gpusim::ClusterSpec spec;
-    gpusim::LookupClusterPreset("dgx-h100", spec);
-    spec.servers = servers;
-    GpuClusterHelper cluster;
-    cluster.SetSpec(spec);
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
-    JobBuilder job(gpus.GetN());
-    build(job);
-    GpuWorkloadHelper h;
-    h.SetBackend(net);
-    h.SetNcclAttribute("Algorithm", StringValue("ring"));
-    h.SetNcclAttribute("Fidelity", StringValue(ringFlows ? "collective" : "chunk"));
-    h.SetNcclAttribute("RingFlows", BooleanValue(ringFlows));
-    Ptr<GpuWorkload> w = h.Install(job.BuildShared(), gpus);
-    Simulator::Run();
-    RingRun r;
-    RunReport rep = w->Check();
-    r.completed = rep.completed;
-    r.stuck = rep.stuck;
-    r.end = rep.endTime;
-    r.collectives = w->GetCollectives();
-    r.stats = w->GetNcclWorld()->GetFidelityStats();
-    r.flowsStarted = net->GetStartedCount();
-    w->Dispose();
-    Simulator::Destroy();
-    return r;
-}
-
-/// Largest |edge-flow - chunk| per-rank completion (from the first join) over all collectives,
-/// as a fraction of the chunk-level duration; checks the records match one to one.
-double
-WorstError(const RingRun& chunk, const RingRun& flows)
-{
-    EXPECT_TRUE(chunk.completed) << chunk.stuck;
-    EXPECT_TRUE(flows.completed) << flows.stuck;
-    EXPECT_EQ(chunk.collectives.size(), flows.collectives.size());
-    // Records come in completion order, which may differ: match them by (comm, seq).
-    std::map<std::pair<std::string, uint64_t>, const CollectiveRecord*> byKey;
-    for (const CollectiveRecord& b : flows.collectives)
-    {
-        byKey[{b.comm, b.seq}] = &b;
-    }
-    double worst = 0;
-    for (const CollectiveRecord& a : chunk.collectives)
-    {
-        auto it = byKey.find({a.comm, a.seq});
-        if (it == byKey.end())
-        {
-            ADD_FAILURE() << a.comm << " seq " << a.seq << " missing from the edge-flow run";
-            continue;
-        }
-        const CollectiveRecord& b = *it->second;
-        EXPECT_EQ(a.transfers, b.transfers) << a.comm << " seq " << a.seq;
-        const double dur = (a.End() - a.FirstJoin()).GetSeconds();
-        for (uint32_t r = 0; r < a.nranks; ++r)
-        {
-            const double ea = (a.rankDone[r] - a.FirstJoin()).GetSeconds();
-            const double eb = (b.rankDone[r] - b.FirstJoin()).GetSeconds();
-            worst = std::max(worst, std::abs(eb - ea) / dur);
-        }
-    }
-    return worst;
-}
-
-/// `iters` collectives issued by the host every `gapUs`, so every rank joins each one at the
-/// same instant.
-std::function<void(JobBuilder&)>
-Paced(CollKind kind, uint64_t bytes, uint32_t iters, double gapUs)
-{
-    return [=](JobBuilder& job) {
-        job.AllRanks().CommInit("w");
-        for (uint32_t i = 0; i < iters; ++i)
-        {
-            job.AllRanks().Host(gapUs).Collective(1, kind, "w", bytes, gpusim::DataType::F32, 0);
-        }
-        job.AllRanks().SyncStream(1);
-    };
+    return gpusim_test::RunEdgeFlowCase("ring", ringFlows, servers, build);
 }
 
 struct RingCase
