@@ -275,6 +275,7 @@ ConfigureTrainingSpeed(GpuWorkloadHelper& helper, const TrainingSpeed& speed)
                             StringValue(speed.fidelity == "chunk" ? "chunk" : "collective"));
     helper.SetNcclAttribute("RingFlows", BooleanValue(speed.fidelity == "flows"));
     helper.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(speed.mirrorRanks));
+    helper.SetWorkloadAttribute("MirrorSplitClasses", BooleanValue(speed.splitClasses));
 }
 
 TrainingReport

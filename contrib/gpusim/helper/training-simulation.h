@@ -86,6 +86,9 @@ struct TrainingSpeed
 {
     std::string fidelity = "flows"; //!< chunk | collective | flows (NcclWorld Fidelity)
     bool mirrorRanks = true;        //!< the ranks of a stage mirror its first rank
+    /// With mirrorRanks: split mirrors into classes that see the same network (exact);
+    /// false: one class per op list moving in lockstep (faster, `--ranks lockstep`).
+    bool splitClasses = true;
 };
 
 /// Builds the cluster (enough servers for the plan if spec.servers is too small), a flow

@@ -252,7 +252,7 @@ TEST(MirrorRanks, CommandLineChoosesRanks)
     };
     const CliResult bad = with({"--ranks", "some"});
     EXPECT_EQ(bad.code, 1);
-    EXPECT_NE(bad.err.find("--ranks must be all or mirrored"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("--ranks must be all, mirrored or lockstep"), std::string::npos) << bad.err;
     const CliResult mirrored = with({});
     const CliResult all = with({"--ranks", "all"});
     ASSERT_EQ(mirrored.code, 0) << mirrored.err;

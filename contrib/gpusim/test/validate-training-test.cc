@@ -301,7 +301,7 @@ TEST(ValidateTraining, SpeedOptionsAreCheckedBeforeAnyRowRuns)
     for (const auto& [option, value, message] :
          {std::tuple<std::string, std::string, std::string>{"--fidelity", "bogus",
                                                              "--fidelity must be"},
-          {"--ranks", "some", "--ranks must be all or mirrored"}})
+          {"--ranks", "some", "--ranks must be all, mirrored or lockstep"}})
     {
         const CliResult r = Cli({"validate-training", kTable, option, value});
         EXPECT_EQ(r.code, 1) << option;

@@ -115,11 +115,11 @@ bool
 MirroredRanksOption(const Options& o, const std::string& defaultRanks)
 {
     const std::string ranks = o.Get("ranks", defaultRanks);
-    if (ranks != "all" && ranks != "mirrored")
+    if (ranks != "all" && ranks != "mirrored" && ranks != "lockstep")
     {
-        throw UsageError("--ranks must be all or mirrored");
+        throw UsageError("--ranks must be all, mirrored or lockstep");
     }
-    return ranks == "mirrored";
+    return ranks != "all";
 }
 
 std::string

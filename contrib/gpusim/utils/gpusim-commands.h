@@ -35,7 +35,7 @@ void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
 void ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks);
 /// The checked value of --fidelity (chunk | collective | flows); throws UsageError.
 std::string FidelityOption(const Options& o, const std::string& defaultFidelity);
-/// The checked value of --ranks: true for mirrored; throws UsageError.
+/// The checked value of --ranks (all | mirrored | lockstep): true unless all; throws UsageError.
 bool MirroredRanksOption(const Options& o, const std::string& defaultRanks);
 /// With --fidelity collective: a "# collective fidelity: ..." line on out, and a warning on
 /// err if a replay met later traffic.

@@ -489,8 +489,9 @@ PrintUsage(std::ostream& os)
           "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
           "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"
           "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
-          "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored (default\n"
-          "  mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the detailed model\n";
+          "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored|lockstep\n"
+          "  (default mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the\n"
+          "  detailed model\n";
 }
 
 } // namespace
@@ -525,6 +526,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         TrainingSpeed speed;
         speed.fidelity = FidelityOption(o, speed.fidelity);
         speed.mirrorRanks = MirroredRanksOption(o, "mirrored");
+        speed.splitClasses = o.Get("ranks", "mirrored") != "lockstep";
         for (auto& r : rows)
         {
             if (maxGpus && r.plan.Gpus() > maxGpus)
