@@ -24,27 +24,10 @@ using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::DgxH100;
 using gpusim_test::Plan;
-using gpusim_test::TinyGpt;
+using gpusim_test::WideTinyGpt;
 
 namespace
 {
-
-/// A GPT small enough for a unit test whose pipeline activations (2 x seqLength x 1024 bytes:
-/// 8 MiB per micro-batch at 4096) take ~0.2 ms on a 400 Gb/s link, so a shared spine link
-/// shows.
-ModelSpec
-PipelineGpt(uint32_t seqLength)
-{
-    ModelSpec m = TinyGpt();
-    m.name = "pipeline-gpt";
-    m.hidden = 1024;
-    m.heads = 8;
-    m.kvHeads = 8;
-    m.ffn = 4096;
-    m.vocab = 8000;
-    m.seqLength = seqLength;
-    return m;
-}
 
 /// dgx-h100 servers, two per rail leaf: leaves of servers {0,1}, {2,3}, ... per rail and two
 /// spines, so every send between stages on different leaves crosses a spine, and two replicas'
@@ -99,7 +82,7 @@ TEST(MirrorClasses, CollidingReplicasRunAsClassesOfTheirOwn)
     for (const uint32_t seq : {4096u, 2048u})
     {
         SCOPED_TRACE("sequence length " + std::to_string(seq));
-        const GeneratedTraining g = GenerateTraining(PipelineGpt(seq), plan);
+        const GeneratedTraining g = GenerateTraining(WideTinyGpt(seq), plan);
         const MirrorRun all = Simulate(g, spec, false, false);
         const MirrorRun lockstep = Simulate(g, spec, true, false);
         const MirrorRun split = Simulate(g, spec, true, true);

@@ -25,25 +25,10 @@ using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::DgxH100;
 using gpusim_test::Plan;
-using gpusim_test::TinyGpt;
+using gpusim_test::WideTinyGpt;
 
 namespace
 {
-
-/// TinyGpt made 4x wider and longer, so GEMMs and collectives take microseconds to milliseconds.
-ModelSpec
-SmallGpt()
-{
-    ModelSpec m = TinyGpt();
-    m.name = "small-gpt";
-    m.hidden = 1024;
-    m.heads = 8;
-    m.kvHeads = 8;
-    m.ffn = 4096;
-    m.vocab = 8000;
-    m.seqLength = 512;
-    return m;
-}
 
 void
 ExpectSameReport(const TrainingReport& mirrored, const TrainingReport& all)
@@ -77,7 +62,7 @@ TEST(MirrorRanks, GeneratedPlansMatchEveryRankSimulated)
     const Case cases[] = {{Plan(2, 2, 2, 8), 1}, {Plan(4, 2, 2, 8), 2}, {Plan(8, 2, 2, 8), 4}};
     for (const Case& c : cases)
     {
-        const GeneratedTraining g = GenerateTraining(SmallGpt(), c.plan);
+        const GeneratedTraining g = GenerateTraining(WideTinyGpt(), c.plan);
         for (const std::string fidelity : {"chunk", "flows"})
         {
             SCOPED_TRACE(DescribePlan(c.plan) + " at " + fidelity);
@@ -98,7 +83,7 @@ TEST(MirrorRanks, FastPathWithinOnePercentOfDetailedModel)
     // The default TrainingSpeed (flows + mirrored) against the detailed model (chunk, every
     // rank) on a plan with TP AllReduces on NVLink, PP across servers and a DP ring.
     const TrainingPlan p = Plan(4, 2, 2, 16);
-    const GeneratedTraining g = GenerateTraining(SmallGpt(), p);
+    const GeneratedTraining g = GenerateTraining(WideTinyGpt(), p);
     const TrainingReport detailed = SimulateTraining(g, DgxH100(2), {"chunk", false});
     const TrainingReport fast = SimulateTraining(g, DgxH100(2));
     ASSERT_TRUE(detailed.completed) << detailed.stuck;

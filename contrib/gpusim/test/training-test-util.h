@@ -31,6 +31,23 @@ TinyGpt(uint32_t layers = 4)
     return m;
 }
 
+/// TinyGpt 4x wider (h 1024, 8 heads, FFN 4096, vocabulary 8000), so GEMMs and collectives
+/// take microseconds to milliseconds; its pipeline activations (2 x seqLength x 1024 bytes)
+/// take ~0.2 ms on a 400 Gb/s link at 4096, so a shared spine link shows.
+inline ns3::gpusim::ModelSpec
+WideTinyGpt(uint32_t seqLength = 512)
+{
+    ns3::gpusim::ModelSpec m = TinyGpt();
+    m.name = "wide-tiny-gpt";
+    m.hidden = 1024;
+    m.heads = 8;
+    m.kvHeads = 8;
+    m.ffn = 4096;
+    m.vocab = 8000;
+    m.seqLength = seqLength;
+    return m;
+}
+
 inline ns3::gpusim::TrainingPlan
 Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
 {
