@@ -3,6 +3,7 @@
 // against simulated times, pruning against an exhaustive run, determinism across --jobs, and
 // usage errors (doc/search.md).
 #include "cli-test-util.h"
+#include "search-test-util.h"
 #include "test-temp-dir.h"
 
 #include "ns3/llm-model.h"
@@ -12,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -212,13 +212,7 @@ TEST(SearchTest, PruningKeepsTheExhaustiveWinnerLlama8bOn64Gpus)
     EXPECT_NE(e.out.find("# plans: 18 enumerated"), std::string::npos) << e.out;
     // The bound is a bound: never above a simulated time.
     const std::string text = ReadAll(tmp.Path("ex.json"));
-    std::regex re("\"bound_us\":([0-9.e+]+),\"iteration_us\":([0-9.e+]+)");
-    size_t checked = 0;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
-    {
-        EXPECT_LE(std::stod((*it)[1]), std::stod((*it)[2])) << (*it)[0];
-        ++checked;
-    }
+    const size_t checked = gpusim_test::ExpectBoundsBelowSimulated(text);
     EXPECT_GT(checked, 5u);
     // Pruning simulated fewer plans.
     EXPECT_EQ(ReadAll(tmp.Path("pr.json")).find("\"pruned\":0,"), std::string::npos);
@@ -275,13 +269,7 @@ TEST(SearchTest, BoundHoldsForInterleavedSpAndFullRecompute)
              "--json", tmp.Path("v.json")});
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     const std::string text = ReadAll(tmp.Path("v.json"));
-    std::regex re("\"bound_us\":([0-9.e+]+),\"iteration_us\":([0-9.e+]+)");
-    size_t checked = 0;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
-    {
-        EXPECT_LE(std::stod((*it)[1]), std::stod((*it)[2])) << (*it)[0];
-        ++checked;
-    }
+    const size_t checked = gpusim_test::ExpectBoundsBelowSimulated(text);
     EXPECT_GE(checked, 4u) << r.out;
     EXPECT_NE(text.find("interleaved x2 SP, micro-batch 1, recompute full"), std::string::npos);
 }
