@@ -100,11 +100,20 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         // - GEMM shape model (kernel-cost-model.cc): that shape is 4 x 80 = 320 tiles of
         //   256 x 128 on 108 SMs, 3 waves 320/324 full, so one tile runs at 0.880 of its SM's
         //   share of the peak;
-        // - memory-bound kernels keep the roofline cost model's default MemoryEfficiency
-        //   (0.8), not fitted.
+        // - memory-bound kernels: Megatron-LM's unfused attention core measured on its own.
+        //   Korthikanti et al. 2022 (arXiv:2205.05198), Table 4, one layer of their 22B model
+        //   on Selene's A100-80GB (TP 8, micro-batch 4, s 2048): selective recomputation,
+        //   which re-runs exactly that core, adds 13.2 - 11.9 = 1.3 ms to the backward. Per
+        //   TP rank the core moves 1.795 GB: 4 x 8 heads x 2048^2 = 134.2M scores; Q K^T
+        //   writes them (with Q, K: 293.6 MB), the fused scale-mask-softmax reads and writes
+        //   them (536.9 MB), dropout reads, writes and stores a mask (671.1 MB), P x V reads
+        //   them (with V and the output: 293.6 MB). All four are memory-bound in the model,
+        //   so 1.795e9 / (1.3e-3 x 2.039e12) = 0.677 of the HBM peak (0.63 - 0.73 for the
+        //   table's 0.1 ms rounding). The roofline's default for any GPU stays 0.8; this is
+        //   the A100 under Megatron-LM's kernels.
         s.gemmEfficiency = 271.2e12 / 312e12;                         // 0.869
         s.gemmTileEfficiency = 271.2e12 / (312e12 * 320.0 / 324.0);   // 0.880
-        s.memoryEfficiency = 0.8;
+        s.memoryEfficiency = 1.7952e9 / (1.3e-3 * 2.039e12);           // 0.677
         out = s;
         return true;
     }

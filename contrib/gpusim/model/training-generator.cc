@@ -1049,9 +1049,17 @@ RankGenerator::OptimizerStep()
     const uint32_t edp = m_p.DpCp() / m_p.ep;
     const double local = m_p.distributedOptimizer ? params.dense / m_p.DpCp() + params.expert / edp
                                                   : params.Total();
-    // Gradient norm (read the gradients) and Adam: read gradient, fp32 master weights, m, v;
-    // write master weights, m, v and the bf16 weights.
-    Kernel("optimizer", 0, local * (2 * g + 24 + m_e));
+    // Megatron-LM's mixed-precision optimizer step (Float16OptimizerWithFloat16Params, and the
+    // distributed optimizer on its shard), one pass each over the local parameters:
+    // - main_grad = grad.float() where the gradients are not fp32 (read g, write 4);
+    // - fp16 only: unscale and check for inf/NaN (read 4, write 4);
+    // - gradient norm for clipping (read 4);
+    // - Adam (apex FusedAdam): read fp32 weight, gradient, m, v; write weight, m, v (28);
+    // - copy the fp32 weights back to the model's fp16/bf16 weights (read 4, write e);
+    // then zero the whole gradient buffer for the next iteration (write g per parameter).
+    const double perParam = (g < 4 ? g + 4 : 0) + (m_m.dtype == DataType::F16 ? 8 : 0) + 4 +
+                            28 + 4 + m_e;
+    Kernel("optimizer", 0, local * perParam + params.Total() * g);
     if (m_p.distributedOptimizer && m_p.DpCp() > 1)
     {
         // Each DP rank updated its shard: gather the updated bf16 weights per bucket.

@@ -27,6 +27,8 @@ namespace
 
 const std::string kTable =
     std::string(GPUSIM_SOURCE_DIR) + "/contrib/gpusim/test/data/megatron-lm-2021-throughput.json";
+const std::string kTable2022 = std::string(GPUSIM_SOURCE_DIR) +
+                               "/contrib/gpusim/test/data/megatron-lm-2022-iteration-time.json";
 
 } // namespace
 
@@ -148,7 +150,7 @@ TEST(ValidateTraining, SmallestPublishedRowsStayWithinTheRecordedError)
 {
     // The two smallest rows of Table 1 (32 and 64 GPUs) as the paper's artifact ran them
     // (micro-batch 16, torch DDP), both predictions: nothing fitted on the table. The goal
-    // (10 %) is not reached: +22.3 % and +22.9 % when written (doc/validation.md); this bound
+    // (10 %) is not reached: +11.9 % and +13.8 % when written (doc/validation.md); this bound
     // catches a change that moves them further away.
     auto rows = ReadTrainingValidation(kTable, "narayanan2021-table1");
     ASSERT_GE(rows.size(), 2u);
@@ -157,8 +159,8 @@ TEST(ValidateTraining, SmallestPublishedRowsStayWithinTheRecordedError)
     ASSERT_TRUE(rows[0].run) << rows[0].note;
     ASSERT_TRUE(rows[1].run) << rows[1].note;
     EXPECT_GT(rows[0].errorPct, 0) << "simulated slower than measured";
-    EXPECT_LT(rows[0].errorPct, 26.0) << rows[0].simulatedTflops;
-    EXPECT_LT(rows[1].errorPct, 26.0) << rows[1].simulatedTflops;
+    EXPECT_LT(rows[0].errorPct, 17.0) << rows[0].simulatedTflops;
+    EXPECT_LT(rows[1].errorPct, 17.0) << rows[1].simulatedTflops;
 }
 
 TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
@@ -308,4 +310,135 @@ TEST(ValidateTraining, SpeedOptionsAreCheckedBeforeAnyRowRuns)
         EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
         EXPECT_EQ(r.out.find("TFLOP/s/GPU"), std::string::npos) << "a row ran: " << r.out;
     }
+}
+
+TEST(ValidateTraining, ReadsLaterCodeOptionsAndIterationTimes)
+{
+    // Korthikanti et al. 2022 (arXiv:2205.05198), Tables 3 and 5: iteration times, full
+    // recomputation or sequence parallel + selective recomputation, Megatron-LM's 2022
+    // defaults (gradient accumulation fused into the weight-gradient GEMM).
+    auto rows = ReadTrainingValidation(kTable2022, "");
+    ASSERT_EQ(rows.size(), 9u);
+    const auto& full = rows[0];
+    EXPECT_EQ(full.model.hidden, 6144u);
+    EXPECT_EQ(full.plan.tp, 8u);
+    EXPECT_EQ(full.plan.dp, 1u);
+    EXPECT_EQ(full.plan.microBatch, 4u);
+    EXPECT_EQ(full.plan.recompute, Recompute::Full);
+    EXPECT_FALSE(full.plan.sequenceParallel);
+    EXPECT_EQ(full.plan.gradAccum, GradAccumulation::Fused);
+    // 1.42 s for eq. 3's F (B 4, l 48, h 6144) on 8 GPUs, by hand (Python): 133.767 TFLOP/s.
+    EXPECT_DOUBLE_EQ(full.measuredIterationS, 1.42);
+    EXPECT_NEAR(full.measuredTflops, 133.767, 0.001);
+    const auto& sel = rows[1];
+    EXPECT_EQ(sel.plan.recompute, Recompute::Selective);
+    EXPECT_TRUE(sel.plan.sequenceParallel);
+    // 175B: PP 8, 12 layers per stage in 3 interleaved chunks of 4.
+    EXPECT_EQ(rows[2].plan.virtualStages, 3u);
+    // The 2240-GPU row: 530B with DP 8, the gradient all-reduce after the backward.
+    EXPECT_EQ(rows[8].plan.dp, 8u);
+    EXPECT_FALSE(rows[8].plan.overlapGradReduce);
+}
+
+TEST(ValidateTraining, BadLaterCodeOptionsNameTheRowAndField)
+{
+    TestTempDir dir("validate-training-2022");
+    const std::string f = dir.Path("bad.json");
+    const std::string head = R"({"tables": [{"id": "t", "rows": [{"heads": 64, "hidden": 6144,
+        "layers": 48, "tp": 8, "pp": 1, "gpus": 8, "batch": 4, "micro_batch": 4, "ddp": "local", )";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"("iteration_s": 1.42, "recompute": "partial")", "'recompute'"},
+        {R"("iteration_s": 1.42, "sequence_parallel": "yes")", "'sequence_parallel'"},
+        {R"("iteration_s": 1.42, "grad_accum": "hook")", "'grad_accum'"},
+        {R"("iteration_s": -1)", "'iteration_s'"},
+    };
+    for (const auto& [field, name] : cases)
+    {
+        std::ofstream(f) << head << field << "}]}]}";
+        try
+        {
+            ReadTrainingValidation(f, "");
+            ADD_FAILURE() << "no error for " << field;
+        }
+        catch (const std::runtime_error& e)
+        {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("table t row 1"), std::string::npos) << what;
+            EXPECT_NE(what.find(name), std::string::npos) << what;
+        }
+    }
+}
+
+TEST(ValidateTraining, Korthikanti22BRowsStayWithinTheRecordedError)
+{
+    // The 22B rows of Korthikanti et al. 2022 Table 5 (8 GPUs, TP 8): full recomputation and
+    // sequence parallel + selective recomputation. Predictions (the A100's memory-bound
+    // kernel efficiency comes from the same paper's Table 4, not from these rows): +2.3 % and
+    // +3.4 % when written (doc/validation.md); the bound catches a change that moves them
+    // further away, or makes the simulation slower than the measurement by more than 5 %.
+    auto rows = ReadTrainingValidation(kTable2022, "korthikanti2022-table5");
+    ASSERT_GE(rows.size(), 2u);
+    for (int i = 0; i < 2; ++i)
+    {
+        RunTrainingValidationRow(rows[i]);
+        ASSERT_TRUE(rows[i].run) << rows[i].note;
+        EXPECT_GT(rows[i].errorPct, -5.0) << i;
+        EXPECT_LT(rows[i].errorPct, 7.0) << i;
+    }
+    // Selective recomputation with sequence parallelism is faster, as measured (1.10 vs 1.42 s).
+    EXPECT_LT(rows[1].iterationMs, rows[0].iterationMs * 0.85);
+}
+
+TEST(ValidateTraining, LayerTimesFollowKorthikantiTable4)
+{
+    // Korthikanti et al. 2022 (arXiv:2205.05198), Table 4: one transformer layer of the 22B
+    // model (h 6144, 64 heads, TP 8, micro-batch 4, s 2048) on A100s, forward / backward ms.
+    // The model has 4 of its 48 layers here (the per-layer times do not depend on the count).
+    // When written the simulation was 2 - 6 % faster on every experiment (doc/validation.md);
+    // the bound is 8 %. The effects of each technique are checked against the measurement
+    // too: sequence parallelism saves about 0.5 ms of forward, full recomputation costs about
+    // one forward. Selective recomputation's 1.3 ms is where the A100's memory-bound kernel
+    // efficiency comes from (gpu-spec.cc), so it holds by construction: this guards that
+    // derivation.
+    struct Experiment
+    {
+        const char* name;
+        Recompute recompute;
+        bool sp;
+        double forwardMs, backwardMs;
+    };
+    const std::vector<Experiment> table4 = {
+        {"baseline no recompute", Recompute::None, false, 7.7, 11.9},
+        {"sequence parallelism", Recompute::None, true, 7.2, 11.8},
+        {"baseline with recompute", Recompute::Full, false, 7.7, 19.5},
+        {"selective recompute", Recompute::Selective, false, 7.7, 13.2},
+        {"selective + sequence", Recompute::Selective, true, 7.2, 13.1},
+    };
+    std::map<std::string, LayerTimes> sim;
+    for (const Experiment& x : table4)
+    {
+        TrainingValidationRow row;
+        row.table = "korthikanti2022-table4";
+        row.preset = "dgx-a100";
+        row.model = MegatronGptModel(4, 6144, 64);
+        MegatronRunOptions run;
+        run.microBatch = 4;
+        row.plan = MegatronPlan(row.model, 8, 1, 8, 4, run);
+        row.plan.recompute = x.recompute;
+        row.plan.sequenceParallel = x.sp;
+        row.plan.gradAccum = GradAccumulation::Fused;
+        const LayerTimes t = SimulatedLayerTimes(row);
+        sim[x.name] = t;
+        EXPECT_NEAR(t.forwardMs / x.forwardMs, 1.0, 0.08) << x.name << ": " << t.forwardMs;
+        EXPECT_NEAR(t.backwardMs / x.backwardMs, 1.0, 0.08) << x.name << ": " << t.backwardMs;
+    }
+    const double spSaving =
+        sim["baseline no recompute"].forwardMs - sim["sequence parallelism"].forwardMs;
+    EXPECT_GT(spSaving, 0.25);
+    EXPECT_LT(spSaving, 1.0);
+    const double selectiveCost =
+        sim["selective recompute"].backwardMs - sim["baseline no recompute"].backwardMs;
+    EXPECT_NEAR(selectiveCost, 1.3, 0.05);
+    EXPECT_NEAR(sim["baseline with recompute"].backwardMs - sim["baseline no recompute"].backwardMs,
+                sim["baseline no recompute"].forwardMs, 0.05);
 }

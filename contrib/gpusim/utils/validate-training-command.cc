@@ -4,9 +4,11 @@
 
 #include "ns3/boolean.h"
 #include "ns3/cli-options.h"
+#include "ns3/cuda-stream.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-spec.h"
+#include "ns3/gpu-workload.h"
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/double.h"
 #include "ns3/json-writer.h"
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -119,14 +122,43 @@ ReadRowPlan(simdjson::dom::element re, const ModelSpec& model, uint32_t tp, uint
         throw std::runtime_error(where + ": 'layers_per_virtual_stage' is not a count");
     }
     run.layersPerVirtualStage = static_cast<uint32_t>(lpvs);
+    TrainingPlan p;
     try
     {
-        return MegatronPlan(model, tp, pp, gpus, batch, run);
+        p = MegatronPlan(model, tp, pp, gpus, batch, run);
     }
     catch (const std::invalid_argument& e)
     {
         throw std::runtime_error(where + ": " + e.what());
     }
+    // Later Megatron-LM code than the SC'21 artifact: the row names what differs.
+    std::string_view text;
+    if (re["recompute"].get(unused) == simdjson::SUCCESS)
+    {
+        if (re["recompute"].get(text) || !ParseRecompute(std::string(text), p.recompute))
+        {
+            throw std::runtime_error(where + ": 'recompute' is not \"none\", \"selective\" "
+                                             "or \"full\"");
+        }
+    }
+    if (re["sequence_parallel"].get(unused) == simdjson::SUCCESS &&
+        re["sequence_parallel"].get(p.sequenceParallel))
+    {
+        throw std::runtime_error(where + ": 'sequence_parallel' is not a boolean");
+    }
+    if (re["grad_accum"].get(unused) == simdjson::SUCCESS)
+    {
+        if (re["grad_accum"].get(text) ||
+            (text != "fused" && text != "main_grad" && text != "autograd"))
+        {
+            throw std::runtime_error(where + ": 'grad_accum' is not \"fused\", \"main_grad\" "
+                                             "or \"autograd\"");
+        }
+        p.gradAccum = text == "fused"       ? GradAccumulation::Fused
+                      : text == "main_grad" ? GradAccumulation::MainGradHook
+                                            : GradAccumulation::Autograd;
+    }
+    return p;
 }
 
 std::string
@@ -290,7 +322,20 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
             {
                 r.plan.virtualStages = static_cast<uint32_t>(std::max<uint64_t>(vpp, 1));
             }
-            r.measuredTflops = RowNumber(re, "tflops_per_gpu", where);
+            // Published as TFLOP/s per GPU (eq. 3), or as an iteration time that eq. 3 turns
+            // into one: the error is then that of the iteration time.
+            simdjson::dom::element given;
+            if (re["iteration_s"].get(given) == simdjson::SUCCESS)
+            {
+                r.measuredIterationS = RowNumber(re, "iteration_s", where);
+                r.measuredTflops = MegatronPaperFlops(r.plan.globalBatch, kSeq, r.model.layers,
+                                                      r.model.hidden, kVocab) /
+                                   (r.measuredIterationS * r.plan.Gpus()) / 1e12;
+            }
+            else
+            {
+                r.measuredTflops = RowNumber(re, "tflops_per_gpu", where);
+            }
             try
             {
                 ValidatePlan(r.model, r.plan);
@@ -309,9 +354,14 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
     return rows;
 }
 
-void
-RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
-                         double memoryEfficiency, const TrainingSpeed& speed)
+namespace
+{
+
+/// Simulates a row's iteration as RunTrainingValidationRow describes; `inspect` (if set) sees
+/// the workload before the simulator is destroyed.
+TrainingReport
+SimulateRow(const TrainingValidationRow& row, double gemmEfficiency, double memoryEfficiency,
+            const TrainingSpeed& speed, const std::function<void(const GpuWorkload&)>& inspect)
 {
     ClusterSpec spec;
     if (!LookupClusterPreset(row.preset, spec))
@@ -323,7 +373,6 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     gpu.gemmEfficiency = gemmEfficiency > 0 ? gemmEfficiency : gpu.gemmEfficiency;
     gpu.memoryEfficiency = memoryEfficiency > 0 ? memoryEfficiency : gpu.memoryEfficiency;
     spec.servers = (row.plan.Gpus() + spec.gpusPerServer - 1) / spec.gpusPerServer;
-    const auto t0 = std::chrono::steady_clock::now();
     GeneratedTraining g = GenerateTraining(row.model, row.plan);
     GpuClusterHelper cluster;
     cluster.SetSpec(spec);
@@ -348,7 +397,16 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     TrainingReport rep;
     try
     {
-        rep = SimulateTraining(g, helper, gpus);
+        Ptr<GpuWorkload> w;
+        rep = SimulateTraining(g, helper, gpus, inspect ? &w : nullptr);
+        if (inspect && w && rep.completed)
+        {
+            inspect(*w);
+        }
+        if (w)
+        {
+            w->Dispose();
+        }
     }
     catch (...)
     {
@@ -356,6 +414,17 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
         throw;
     }
     Simulator::Destroy();
+    return rep;
+}
+
+} // namespace
+
+void
+RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
+                         double memoryEfficiency, const TrainingSpeed& speed)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    const TrainingReport rep = SimulateRow(row, gemmEfficiency, memoryEfficiency, speed, {});
     row.wallS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rep.oom)
     {
@@ -375,31 +444,74 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     row.errorPct = (row.simulatedTflops - row.measuredTflops) / row.measuredTflops * 100;
 }
 
+LayerTimes
+SimulatedLayerTimes(const TrainingValidationRow& row)
+{
+    if (row.model.layers / row.plan.pp / row.plan.virtualStages < 3 ||
+        MicroBatches(row.model, row.plan) != 1)
+    {
+        throw std::runtime_error("layer times need 3 layers per model chunk and one micro-batch");
+    }
+    std::vector<double> norms, qkvBackwardEnds; // rank 0, compute stream, in time order
+    const TrainingReport rep =
+        SimulateRow(row, 0, 0, TrainingSpeed(), [&](const GpuWorkload& w) {
+            for (const StreamActivity& a : w.GetActivities())
+            {
+                if (a.rank != 0 || a.communication || !a.op || a.op->kind != OpKind::Kernel)
+                {
+                    continue;
+                }
+                if (a.op->name == "norm")
+                {
+                    norms.push_back(a.start.GetSeconds() * 1e3);
+                }
+                else if (a.op->name == "qkv_bwd")
+                {
+                    qkvBackwardEnds.push_back(a.end.GetSeconds() * 1e3);
+                }
+            }
+        });
+    if (!rep.completed || norms.size() < 6 || qkvBackwardEnds.size() < 3)
+    {
+        throw std::runtime_error("layer times: the iteration did not run (" +
+                                 (rep.oom ? rep.oomInfo.Describe() : rep.stuck) + ")");
+    }
+    std::sort(norms.begin(), norms.end());
+    std::sort(qkvBackwardEnds.begin(), qkvBackwardEnds.end());
+    // Two LayerNorms per layer forward: layer 1 starts at norm 2, layer 2 at norm 4.
+    LayerTimes t;
+    t.forwardMs = norms[4] - norms[2];
+    t.backwardMs = qkvBackwardEnds[2] - qkvBackwardEnds[1];
+    return t;
+}
+
 std::string
 TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows)
 {
     std::ostringstream os;
-    os << "| table | params (B) | l | h | a | TP | PP | DP | VPP | MBS | GPUs | batch | measured "
-          "TFLOP/s | simulated TFLOP/s | error | iteration (ms) |\n";
-    os << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-          "---: | ---: | ---: | ---: |\n";
+    os << "| table | params (B) | l | h | a | TP | PP | DP | VPP | MBS | recompute | GPUs | batch "
+          "| measured TFLOP/s | simulated TFLOP/s | error | iteration (ms) | measured (ms) |\n";
+    os << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: "
+          "| ---: | ---: | ---: | ---: | ---: |\n";
     std::vector<double> errs;
     for (const auto& r : rows)
     {
         os << "| " << r.table << " | " << Fixed(r.paramsB, 1) << " | " << r.model.layers << " | "
            << r.model.hidden << " | " << r.model.heads << " | " << r.plan.tp << " | " << r.plan.pp
            << " | " << r.plan.dp << " | " << r.plan.virtualStages << " | " << r.plan.microBatch
+           << " | " << ToString(r.plan.recompute) << (r.plan.sequenceParallel ? " + SP" : "")
            << " | " << r.plan.Gpus()
            << " | " << r.plan.globalBatch << " | " << Fixed(r.measuredTflops, 0) << " | ";
         if (r.run)
         {
             os << Fixed(r.simulatedTflops, 1) << " | " << (r.errorPct >= 0 ? "+" : "")
-               << Fixed(r.errorPct, 1) << " % | " << Fixed(r.iterationMs, 0) << " |\n";
+               << Fixed(r.errorPct, 1) << " % | " << Fixed(r.iterationMs, 0) << " | "
+               << (r.measuredIterationS > 0 ? Fixed(r.measuredIterationS * 1e3, 0) : "") << " |\n";
             errs.push_back(std::fabs(r.errorPct));
         }
         else
         {
-            os << "not run | " << r.note << " | |\n";
+            os << "not run | " << r.note << " | | |\n";
         }
     }
     if (!errs.empty())
@@ -422,7 +534,7 @@ TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows)
     os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << hgt
        << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
        << "<text x=\"" << left << "\" y=\"18\">achieved TFLOP/s per GPU: measured (circle, "
-          "Narayanan et al. 2021) vs gpusim (square)</text>\n";
+          "as published) vs gpusim (square)</text>\n";
     for (int t = 0; t <= 200; t += 50)
     {
         os << "<line x1=\"" << left << "\" x2=\"" << w - 20 << "\" y1=\"" << y(t) << "\" y2=\""
@@ -464,7 +576,14 @@ RowsJson(const std::vector<TrainingValidationRow>& rows)
            << ", \"dp\": " << r.plan.dp << ", \"vpp\": " << r.plan.virtualStages
            << ", \"micro_batch\": " << r.plan.microBatch
            << ", \"gpus\": " << r.plan.Gpus() << ", \"batch\": " << r.plan.globalBatch
-           << ", \"measured_tflops\": " << r.measuredTflops << ", \"run\": "
+           << ", \"recompute\": \"" << ToString(r.plan.recompute)
+           << "\", \"sequence_parallel\": " << (r.plan.sequenceParallel ? "true" : "false")
+           << ", \"measured_tflops\": " << r.measuredTflops;
+        if (r.measuredIterationS > 0)
+        {
+            os << ", \"measured_iteration_s\": " << r.measuredIterationS;
+        }
+        os << ", \"run\": "
            << (r.run ? "true" : "false");
         if (r.run)
         {
@@ -484,7 +603,8 @@ PrintUsage(std::ostream& os)
     os << "usage: gpusim validate-training FILE [--table ID] [--max-gpus N]\n"
           "         [--json FILE] [--markdown FILE] [--svg FILE]\n"
           "  FILE: published training throughput rows, e.g.\n"
-          "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json\n"
+          "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json or\n"
+          "  contrib/gpusim/test/data/megatron-lm-2022-iteration-time.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
           "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
           "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"

@@ -4,9 +4,12 @@
  *
  * Reads a JSON file in the shape of contrib/gpusim/test/data/megatron-lm-2021-throughput.json
  * ({"tables": [{"id", "source", "preset", "interleaved", "rows": [{"heads", "hidden",
- * "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu", optional "micro_batch", "ddp"
- * ("torch" | "local"), "layers_per_virtual_stage", "vpp"}]}]}), builds each row's GPT
- * model and Megatron-LM (2021) plan, simulates one iteration on the table's cluster preset and
+ * "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu" or "iteration_s", optional
+ * "micro_batch", "ddp" ("torch" | "local"), "layers_per_virtual_stage", "vpp", and for later
+ * Megatron-LM code "recompute" (none | selective | full), "sequence_parallel", "grad_accum"
+ * (fused | main_grad | autograd)}]}]}), builds each row's GPT model and Megatron-LM plan
+ * (the 2021 code's unless the row says otherwise), simulates one iteration on the table's
+ * cluster preset and
  * compares the achieved TFLOP/s per GPU computed with the paper's own FLOP count (Narayanan et
  * al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
  *
@@ -38,7 +41,8 @@ struct TrainingValidationRow
     double paramsB = 0;      //!< published parameter count (billions)
     ModelSpec model;
     TrainingPlan plan;
-    double measuredTflops = 0; //!< published achieved TFLOP/s per GPU
+    double measuredTflops = 0; //!< published achieved TFLOP/s per GPU (or from the time)
+    double measuredIterationS = 0; //!< published iteration time where given (0: not given)
     bool run = false;          //!< simulated (false: skipped, see note)
     std::string note;          //!< why not run, or what happened
     double iterationMs = 0;
@@ -90,6 +94,19 @@ std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& fil
 void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
                               double memoryEfficiency = 0,
                               const TrainingSpeed& speed = TrainingSpeed());
+
+/// One transformer layer's forward and backward time as simulated for a row's plan (rank 0,
+/// the middle layers of its first stage): forward from one layer's first LayerNorm to the
+/// next layer's, backward between successive ends of the QKV weight-gradient GEMM (with
+/// recomputation, the recomputed forward included). Compares with per-layer measurements
+/// such as Korthikanti et al. 2022, Table 4. Needs at least 3 layers on the first stage and
+/// one micro-batch per pipeline; throws std::runtime_error otherwise.
+struct LayerTimes
+{
+    double forwardMs = 0;
+    double backwardMs = 0;
+};
+LayerTimes SimulatedLayerTimes(const TrainingValidationRow& row);
 
 std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
 /// Measured vs simulated TFLOP/s per GPU, one column per row.
