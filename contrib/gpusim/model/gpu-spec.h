@@ -32,6 +32,11 @@ struct GpuSpec
     /// apply). Used by `gpusim validate-training` (doc/validation.md) for every row alike.
     double gemmEfficiency = 0;   //!< achieved / peak FLOP/s of large training GEMMs
     double memoryEfficiency = 0; //!< achieved / peak HBM bandwidth of streaming kernels
+    /// Fused (flash) attention, measured: model FLOP/s (causal forward 2 T s h, backward
+    /// twice that) over the 16-bit peak. Unlike the two above, the roofline cost model uses
+    /// these by default (attributes AttentionEfficiency / AttentionBackwardEfficiency).
+    double attentionEfficiency = 0;
+    double attentionBackwardEfficiency = 0;
     /// Shape-dependent GEMM model (KernelCostModel attribute GemmShapeModel; doc/validation.md
     /// "GEMM shape model"): fraction of the dense 16-bit tensor peak that a 256x128 output
     /// tile reaches on its SM, so that a GEMM whose tiles fill every SM in every wave runs at

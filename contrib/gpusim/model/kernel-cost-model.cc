@@ -32,6 +32,20 @@ KernelCostModel::GetTypeId()
                           DoubleValue(0.7),
                           MakeDoubleAccessor(&KernelCostModel::m_computeEfficiency),
                           MakeDoubleChecker<double>(1e-6, 1.0))
+            .AddAttribute("AttentionEfficiency",
+                          "Model FLOP/s of fused attention forward kernels as a fraction of "
+                          "peak; 0: the GPU's measured value (GpuSpec::attentionEfficiency), "
+                          "else ComputeEfficiency",
+                          DoubleValue(0.0),
+                          MakeDoubleAccessor(&KernelCostModel::m_attentionEfficiency),
+                          MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("AttentionBackwardEfficiency",
+                          "Model FLOP/s (2 x the forward's FLOPs) of fused attention backward "
+                          "kernels as a fraction of peak; 0: the GPU's measured value "
+                          "(GpuSpec::attentionBackwardEfficiency), else ComputeEfficiency",
+                          DoubleValue(0.0),
+                          MakeDoubleAccessor(&KernelCostModel::m_attentionBackwardEfficiency),
+                          MakeDoubleChecker<double>(0.0, 1.0))
             .AddAttribute("MemoryEfficiency",
                           "Fraction of HBM bandwidth that memory-bound kernels reach",
                           DoubleValue(0.8),
@@ -130,6 +144,17 @@ KernelCostModel::GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuS
     return best;
 }
 
+bool
+KernelCostModel::IsFusedAttention(const std::string& name, bool& backward)
+{
+    const bool attention = name.compare(0, 9, "attention") == 0 ||
+                           name.find("flash") != std::string::npos ||
+                           name.find("fmha") != std::string::npos;
+    backward = attention && (name.find("bwd") != std::string::npos ||
+                             name.find("backward") != std::string::npos);
+    return attention;
+}
+
 double
 KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) const
 {
@@ -181,7 +206,16 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
     }
     else if (flops > 0)
     {
-        t = std::max(t, flops / (spec.PeakFlops(dtype) * m_computeEfficiency));
+        double efficiency = m_computeEfficiency;
+        bool backward = false;
+        if (!op.gemm.m && IsFusedAttention(op.name, backward))
+        {
+            const double own = backward ? m_attentionBackwardEfficiency : m_attentionEfficiency;
+            const double gpu =
+                backward ? spec.attentionBackwardEfficiency : spec.attentionEfficiency;
+            efficiency = own > 0 ? own : gpu > 0 ? gpu : efficiency;
+        }
+        t = std::max(t, flops / (spec.PeakFlops(dtype) * efficiency));
     }
     if (bytes > 0)
     {

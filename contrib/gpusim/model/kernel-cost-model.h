@@ -64,7 +64,13 @@ class KernelCostModel : public Object
     /// Roofline estimate shared by the models (seconds).
     double RooflineSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
 
+    /// A kernel with FLOPs but no GEMM shape that is fused attention (generated names
+    /// "attention..." or recorded "flash" / "fmha" kernels), and whether it is a backward.
+    static bool IsFusedAttention(const std::string& name, bool& backward);
+
     double m_computeEfficiency; //!< fraction of peak FLOP/s reached by GEMM-like kernels
+    double m_attentionEfficiency;         //!< fused attention forward (0: the GPU's, else compute)
+    double m_attentionBackwardEfficiency; //!< fused attention backward (0: as above)
     double m_memoryEfficiency;  //!< fraction of HBM bandwidth reached by memory-bound kernels
     double m_minKernelUs;       //!< smallest kernel time (launch + tail), microseconds
     bool m_gemmShapeModel;      //!< 16-bit GEMMs with a shape: tile and wave quantization

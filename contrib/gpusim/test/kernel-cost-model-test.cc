@@ -162,3 +162,37 @@ TEST(GemmShapeModel, OffByDefaultSoH100RooflineUsersSeeNoChange)
     EXPECT_NEAR(flops / (Us(ShapeModel(), op, h100) * 1e-6) / 989.5e12,
                 0.828022 * 2048 / (16 * 132.0), 1e-5);
 }
+
+TEST(AttentionEfficiency, FusedAttentionRunsAtTheH100sMeasuredRate)
+{
+    // A fused causal attention of 8192 tokens (s 2048, h 4096): forward 2 T s h = 1.374e11
+    // FLOPs at the H100's measured 0.341 of 989.5 TFLOP/s (gpu-spec.cc), 0.407 ms; the backward
+    // (twice the FLOPs) at 0.217, 1.280 ms. A flat 0.7 would give 0.198 ms forward.
+    Op fwd;
+    fwd.kind = OpKind::Kernel;
+    fwd.name = "attention";
+    fwd.flops = 2.0 * 8192 * 2048 * 4096;
+    Op bwd = fwd;
+    bwd.name = "attention_bwd";
+    bwd.flops = 2 * fwd.flops;
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    const GpuSpec h100 = Gpu("h100-sxm");
+    EXPECT_NEAR(cm->GetDuration(fwd, h100).GetSeconds() * 1e3, fwd.flops / 989.5e12 / 0.341 * 1e3,
+                1e-6);
+    EXPECT_NEAR(cm->GetDuration(bwd, h100).GetSeconds() * 1e3, bwd.flops / 989.5e12 / 0.217 * 1e3,
+                1e-6);
+    // Recorded flash kernels are attention too; a GEMM-like kernel keeps ComputeEfficiency.
+    Op flash = fwd;
+    flash.name = "flash_fwd_kernel";
+    EXPECT_EQ(cm->GetDuration(flash, h100), cm->GetDuration(fwd, h100));
+    Op other = fwd;
+    other.name = "mlp";
+    EXPECT_NEAR(cm->GetDuration(other, h100).GetSeconds(), fwd.flops / (989.5e12 * 0.7), 1e-9);
+    // The attributes override the GPU's measurement (e.g. FlashAttention-3 at 0.75).
+    cm->SetAttribute("AttentionEfficiency", DoubleValue(0.75));
+    EXPECT_NEAR(cm->GetDuration(fwd, h100).GetSeconds(), fwd.flops / (989.5e12 * 0.75), 1e-9);
+    // A GPU without a measurement falls back to ComputeEfficiency.
+    Ptr<RooflineCostModel> plain = CreateObject<RooflineCostModel>();
+    EXPECT_NEAR(plain->GetDuration(fwd, Gpu("a100-sxm")).GetSeconds(),
+                fwd.flops / (312e12 * 0.7), 1e-9);
+}

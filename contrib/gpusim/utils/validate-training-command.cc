@@ -445,7 +445,7 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
 }
 
 LayerTimes
-SimulatedLayerTimes(const TrainingValidationRow& row)
+SimulatedLayerTimes(const TrainingValidationRow& row, double gemmEfficiency)
 {
     if (row.model.layers / row.plan.pp / row.plan.virtualStages < 3 ||
         MicroBatches(row.model, row.plan) != 1)
@@ -454,7 +454,7 @@ SimulatedLayerTimes(const TrainingValidationRow& row)
     }
     std::vector<double> norms, qkvBackwardEnds; // rank 0, compute stream, in time order
     const TrainingReport rep =
-        SimulateRow(row, 0, 0, TrainingSpeed(), [&](const GpuWorkload& w) {
+        SimulateRow(row, gemmEfficiency, 0, TrainingSpeed(), [&](const GpuWorkload& w) {
             for (const StreamActivity& a : w.GetActivities())
             {
                 if (a.rank != 0 || a.communication || !a.op || a.op->kind != OpKind::Kernel)

@@ -100,13 +100,14 @@ void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency 
 /// next layer's, backward between successive ends of the QKV weight-gradient GEMM (with
 /// recomputation, the recomputed forward included). Compares with per-layer measurements
 /// such as Korthikanti et al. 2022, Table 4. Needs at least 3 layers on the first stage and
-/// one micro-batch per pipeline; throws std::runtime_error otherwise.
+/// one micro-batch per pipeline; throws std::runtime_error otherwise. `gemmEfficiency` as for
+/// RunTrainingValidationRow (> 0: every GEMM at that flat fraction, no shape model).
 struct LayerTimes
 {
     double forwardMs = 0;
     double backwardMs = 0;
 };
-LayerTimes SimulatedLayerTimes(const TrainingValidationRow& row);
+LayerTimes SimulatedLayerTimes(const TrainingValidationRow& row, double gemmEfficiency = 0);
 
 std::string TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows);
 /// Measured vs simulated TFLOP/s per GPU, one column per row.

@@ -1,0 +1,175 @@
+// The roofline cost model against kernels and transformer layers timed on a real H100 80GB
+// HBM3 (torch 2.11.0+cu130, CUDA 13.0) with bench/device/megatron-kernels.py and
+// bench/device/gpt-layer.py, two runs each; the results are in test/data/h100/
+// (doc/validation.md, "Kernels on a real H100").
+#include "ns3/double.h"
+#include "ns3/gpu-spec.h"
+#include "ns3/kernel-cost-model.h"
+#include "ns3/llm-model.h"
+#include "ns3/validate-training-command.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+using namespace ns3::gpusim;
+
+namespace
+{
+
+const std::string kDir = std::string(GPUSIM_SOURCE_DIR) + "/contrib/gpusim/test/data/h100/";
+const std::vector<std::string> kRuns = {"2026-11-26", "2026-11-26-rerun"};
+
+double
+Median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+double
+Number(simdjson::dom::element e)
+{
+    double d = 0;
+    if (e.get(d) == simdjson::SUCCESS)
+    {
+        return d;
+    }
+    return double(uint64_t(e));
+}
+
+Op
+Gemm(uint64_t m, uint64_t n, uint64_t k)
+{
+    Op op;
+    op.kind = OpKind::Kernel;
+    op.name = "gemm";
+    op.gemm.m = m;
+    op.gemm.n = n;
+    op.gemm.k = k;
+    op.gemm.batch = 1;
+    op.gemm.dtype = DataType::BF16;
+    return op;
+}
+
+} // namespace
+
+TEST(H100Measurements, DefaultRooflineTracksMeasuredGemms)
+{
+    // 18 linear-layer shapes of Megatron-LM rows, each as forward, input-gradient and
+    // weight-gradient GEMM, two runs: 108 cuBLAS timings. The default roofline (every GEMM at
+    // 0.7 of 989.5 TFLOP/s, no shape model) gave median measured / model 1.045, all within
+    // 0.89 - 1.30 when recorded.
+    GpuSpec h100;
+    ASSERT_TRUE(LookupGpuSpec("h100-sxm", h100));
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    std::vector<double> ratios;
+    simdjson::dom::parser parser;
+    for (const std::string& run : kRuns)
+    {
+        simdjson::dom::element doc;
+        ASSERT_EQ(parser.load(kDir + "h100-megatron-kernels-" + run + ".json").get(doc),
+                  simdjson::SUCCESS);
+        for (simdjson::dom::element g : doc["gemms"].get_array())
+        {
+            const auto m = uint64_t(g["m"]), n = uint64_t(g["n"]), k = uint64_t(g["k"]);
+            const std::vector<std::pair<const char*, Op>> layouts = {
+                {"fwd", Gemm(m, n, k)}, {"dgrad", Gemm(m, k, n)}, {"wgrad", Gemm(n, k, m)}};
+            for (const auto& [layout, op] : layouts)
+            {
+                const double measured = Number(g["ms"][layout]) * 1e-3;
+                const double ratio = measured / cm->GetDuration(op, h100).GetSeconds();
+                ratios.push_back(ratio);
+                EXPECT_GT(ratio, 0.85) << std::string_view(g["name"]) << " " << layout;
+                EXPECT_LT(ratio, 1.35) << std::string_view(g["name"]) << " " << layout;
+            }
+        }
+    }
+    ASSERT_EQ(ratios.size(), 108u);
+    EXPECT_GT(Median(ratios), 0.95);
+    EXPECT_LT(Median(ratios), 1.15);
+}
+
+TEST(H100Measurements, FusedAttentionAtTheMeasuredEfficiency)
+{
+    // The H100's attention efficiencies (gpu-spec.cc) are the medians of these six timings;
+    // each timing is within 25 % of the model.
+    GpuSpec h100;
+    ASSERT_TRUE(LookupGpuSpec("h100-sxm", h100));
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    simdjson::dom::parser parser;
+    int n = 0;
+    for (const std::string& run : kRuns)
+    {
+        simdjson::dom::element doc;
+        ASSERT_EQ(parser.load(kDir + "h100-gpt-layer-" + run + ".json").get(doc),
+                  simdjson::SUCCESS);
+        for (simdjson::dom::element l : doc["layers"].get_array())
+        {
+            const double h = Number(l["hidden"]), s = Number(l["seq"]);
+            const double tokens = s * Number(l["micro_batch"]);
+            Op fwd;
+            fwd.kind = OpKind::Kernel;
+            fwd.name = "attention";
+            fwd.flops = 2 * tokens * s * h; // causal: half of 4 T s h
+            Op bwd = fwd;
+            bwd.name = "attention_bwd";
+            bwd.flops = 2 * fwd.flops;
+            const double measuredFwd = Number(l["attention_forward_ms"]) * 1e-3;
+            const double measuredBwd =
+                Number(l["attention_forward_backward_ms"]) * 1e-3 - measuredFwd;
+            EXPECT_NEAR(measuredFwd / cm->GetDuration(fwd, h100).GetSeconds(), 1.0, 0.25) << h;
+            EXPECT_NEAR(measuredBwd / cm->GetDuration(bwd, h100).GetSeconds(), 1.0, 0.25) << h;
+            ++n;
+        }
+    }
+    EXPECT_EQ(n, 6);
+}
+
+TEST(H100Measurements, LayerTimesWithinTwelvePercent)
+{
+    // One GPT layer (pre-LayerNorm, fused causal attention, GELU MLP, biases, no dropout,
+    // bf16, s 2048) on one GPU, forward and forward + backward as PyTorch eager ran it,
+    // against gpusim's default roofline (GEMMs at 0.7, memory-bound kernels at 0.8, fused
+    // attention at the H100's measured efficiency). When recorded the simulated forward +
+    // backward was 0.91, 0.97 and 0.98 of the measured (forward 7 - 12 % slow, backward 8 -
+    // 15 % fast).
+    simdjson::dom::parser parser;
+    std::vector<std::vector<double>> both(3);
+    for (const std::string& run : kRuns)
+    {
+        simdjson::dom::element doc;
+        ASSERT_EQ(parser.load(kDir + "h100-gpt-layer-" + run + ".json").get(doc),
+                  simdjson::SUCCESS);
+        size_t i = 0;
+        for (simdjson::dom::element l : doc["layers"].get_array())
+        {
+            both[i++].push_back(Number(l["forward_backward_ms"]));
+        }
+    }
+    const uint32_t hidden[] = {2560, 4096, 8192}, heads[] = {32, 32, 64}, mbs[] = {4, 2, 1};
+    for (int i = 0; i < 3; ++i)
+    {
+        TrainingValidationRow row;
+        row.table = "h100-layer";
+        row.preset = "dgx-h100";
+        row.model = MegatronGptModel(4, hidden[i], heads[i]);
+        row.model.dropout = false;
+        row.model.dtype = DataType::BF16;
+        MegatronRunOptions run;
+        run.microBatch = mbs[i];
+        row.plan = MegatronPlan(row.model, 1, 1, 1, mbs[i], run);
+        row.plan.recompute = Recompute::None;
+        row.plan.flashAttention = true;
+        row.plan.gradAccum = GradAccumulation::Fused;
+        const LayerTimes t = SimulatedLayerTimes(row, 0.7);
+        const double measured = (both[i][0] + both[i][1]) / 2;
+        EXPECT_NEAR((t.forwardMs + t.backwardMs) / measured, 1.0, 0.12)
+            << "h " << hidden[i] << ": " << t.forwardMs << " + " << t.backwardMs << " ms vs "
+            << measured;
+    }
+}
