@@ -102,14 +102,19 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
                        {DataType::BF16, 312e12},
                        {DataType::I8, 624e12}};
         // Kernel efficiencies for `gpusim validate-training` (doc/validation.md, "Training
-        // throughput"), none fitted on the Megatron table:
-        // - the measured maximum achievable BF16 matmul of an A100 SXM is 271.2 TFLOP/s, at
-        //   M x N x K = 1024 x 10240 x 5120 (S. Bekman, ml-engineering, compute/accelerator
-        //   "Maximum Achievable Matmul FLOPS comparison table", torch 2.6.0+cu126): 0.869 of
-        //   the 312 TFLOP/s peak, the efficiency of FLOP-counted kernels without a GEMM shape;
-        // - GEMM shape model (kernel-cost-model.cc): that shape is 4 x 80 = 320 tiles of
-        //   256 x 128 on 108 SMs, 3 waves 320/324 full, so one tile runs at 0.880 of its SM's
-        //   share of the peak;
+        // throughput"), none fitted on the Megatron tables:
+        // - GEMMs: an A100 f16 tensor-core GEMM (fp32 accumulate) timed by CUTLASS's profiler
+        //   in 2020, 235.1 TFLOP/s at 3456 x 4096 x 8192 (NVIDIA/cutlass media/docs/profiler.md
+        //   at commit 6615010cd, 2020-11-19, kernel s16816gemm_f16_256x128_32x3): 0.754 of
+        //   the 312 TFLOP/s peak for every GEMM. One efficiency rather than the GEMM shape
+        //   model because on a real H100 a flat efficiency tracked 108 cuBLAS GEMMs of
+        //   Megatron shapes better than the shape model (doc/validation.md, "Kernels on a real
+        //   H100");
+        // - GEMM shape model, a what-if (kernel-cost-model.cc): the measured maximum
+        //   achievable BF16 matmul of an A100 SXM, 271.2 TFLOP/s at M x N x K = 1024 x 10240 x
+        //   5120 (S. Bekman, ml-engineering, compute/accelerator "Maximum Achievable Matmul
+        //   FLOPS comparison table", torch 2.6.0+cu126), is 4 x 80 = 320 tiles of 256 x 128 on
+        //   108 SMs, 3 waves 320/324 full, so one tile runs at 0.880 of its SM's share;
         // - memory-bound kernels: Megatron-LM's unfused attention core measured on its own.
         //   Korthikanti et al. 2022 (arXiv:2205.05198), Table 4, one layer of their 22B model
         //   on Selene's A100-80GB (TP 8, micro-batch 4, s 2048): selective recomputation,
@@ -121,7 +126,7 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         //   so 1.795e9 / (1.3e-3 x 2.039e12) = 0.677 of the HBM peak (0.63 - 0.73 for the
         //   table's 0.1 ms rounding). The roofline's default for any GPU stays 0.8; this is
         //   the A100 under Megatron-LM's kernels.
-        s.gemmEfficiency = 271.2e12 / 312e12;                         // 0.869
+        s.gemmEfficiency = 235.138e12 / 312e12;                       // 0.754
         s.gemmTileEfficiency = 271.2e12 / (312e12 * 320.0 / 324.0);   // 0.880
         s.memoryEfficiency = 1.7952e9 / (1.3e-3 * 2.039e12);           // 0.677
         out = s;

@@ -149,18 +149,16 @@ TEST(ValidateTraining, ScatterGatherSplitsPipelineTransfersOverTp)
 TEST(ValidateTraining, SmallestPublishedRowsStayWithinTheRecordedError)
 {
     // The two smallest rows of Table 1 (32 and 64 GPUs) as the paper's artifact ran them
-    // (micro-batch 16, torch DDP), both predictions: nothing fitted on the table. The goal
-    // (10 %) is not reached: +11.9 % and +13.8 % when written (doc/validation.md); this bound
-    // catches a change that moves them further away.
+    // (micro-batch 16, torch DDP), both predictions: nothing fitted on the table. Within the
+    // goal (10 %): +3.8 % and +5.1 % when written (doc/validation.md).
     auto rows = ReadTrainingValidation(kTable, "narayanan2021-table1");
     ASSERT_GE(rows.size(), 2u);
     RunTrainingValidationRow(rows[0]);
     RunTrainingValidationRow(rows[1]);
     ASSERT_TRUE(rows[0].run) << rows[0].note;
     ASSERT_TRUE(rows[1].run) << rows[1].note;
-    EXPECT_GT(rows[0].errorPct, 0) << "simulated slower than measured";
-    EXPECT_LT(rows[0].errorPct, 17.0) << rows[0].simulatedTflops;
-    EXPECT_LT(rows[1].errorPct, 17.0) << rows[1].simulatedTflops;
+    EXPECT_NEAR(rows[0].errorPct, 0, 10.0) << rows[0].simulatedTflops;
+    EXPECT_NEAR(rows[1].errorPct, 0, 10.0) << rows[1].simulatedTflops;
 }
 
 TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
@@ -168,18 +166,21 @@ TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
     // At micro-batch 1 the 1.7B row's GEMMs leave 2 - 6 waves partly empty (0.59 - 0.88 of
     // peak by the shape model, doc/validation.md): every GEMM at the A100's best measured
     // efficiency (271.2 / 312, the flat what-if) runs more than 5 % faster. Fails if the
-    // attribute does not reach the cost model.
+    // attribute does not reach the cost model. The default, every GEMM at the 2020 CUTLASS
+    // measurement (0.754), is slower than both.
     TrainingValidationRow row;
     row.table = "t";
     row.preset = "dgx-a100";
     row.model = MegatronGptModel(24, 2304, 24);
     row.plan = MegatronPlan(row.model, 1, 1, 32, 512, false);
     row.measuredTflops = 137;
-    TrainingValidationRow flat = row;
-    RunTrainingValidationRow(row);
+    TrainingValidationRow flat = row, measured = row;
+    RunTrainingValidationRow(row, kGemmShapeModel);
     RunTrainingValidationRow(flat, 271.2 / 312);
-    ASSERT_TRUE(row.run && flat.run);
+    RunTrainingValidationRow(measured);
+    ASSERT_TRUE(row.run && flat.run && measured.run);
     EXPECT_GT(flat.simulatedTflops, row.simulatedTflops * 1.05);
+    EXPECT_LT(measured.simulatedTflops, row.simulatedTflops);
 }
 
 TEST(ValidateTraining, UnfusedAttentionIsMegatronsKernelSequence)
@@ -373,9 +374,9 @@ TEST(ValidateTraining, Korthikanti22BRowsStayWithinTheRecordedError)
 {
     // The 22B rows of Korthikanti et al. 2022 Table 5 (8 GPUs, TP 8): full recomputation and
     // sequence parallel + selective recomputation. Predictions (the A100's memory-bound
-    // kernel efficiency comes from the same paper's Table 4, not from these rows): +2.3 % and
-    // +3.4 % when written (doc/validation.md); the bound catches a change that moves them
-    // further away, or makes the simulation slower than the measurement by more than 5 %.
+    // kernel efficiency comes from the same paper's Table 4, not from these rows): -2.4 % and
+    // -1.7 % when written (doc/validation.md); the bound catches a change that moves them
+    // more than 5 % slower or 7 % faster than measured.
     auto rows = ReadTrainingValidation(kTable2022, "korthikanti2022-table5");
     ASSERT_GE(rows.size(), 2u);
     for (int i = 0; i < 2; ++i)
@@ -394,8 +395,8 @@ TEST(ValidateTraining, LayerTimesFollowKorthikantiTable4)
     // Korthikanti et al. 2022 (arXiv:2205.05198), Table 4: one transformer layer of the 22B
     // model (h 6144, 64 heads, TP 8, micro-batch 4, s 2048) on A100s, forward / backward ms.
     // The model has 4 of its 48 layers here (the per-layer times do not depend on the count).
-    // When written the simulation was 2 - 6 % faster on every experiment (doc/validation.md);
-    // the bound is 8 %. The effects of each technique are checked against the measurement
+    // When written the simulated forward was within 0.4 - 2.1 % and the backward 2.9 - 5.6 %
+    // slower (doc/validation.md); the bound is 8 %. The effects of each technique are checked against the measurement
     // too: sequence parallelism saves about 0.5 ms of forward, full recomputation costs about
     // one forward. Selective recomputation's 1.3 ms is where the A100's memory-bound kernel
     // efficiency comes from (gpu-spec.cc), so it holds by construction: this guards that

@@ -370,6 +370,7 @@ SimulateRow(const TrainingValidationRow& row, double gemmEfficiency, double memo
     }
     GpuSpec gpu;
     LookupGpuSpec(spec.gpuModel, gpu);
+    const bool shapeModel = gemmEfficiency == kGemmShapeModel;
     gpu.gemmEfficiency = gemmEfficiency > 0 ? gemmEfficiency : gpu.gemmEfficiency;
     gpu.memoryEfficiency = memoryEfficiency > 0 ? memoryEfficiency : gpu.memoryEfficiency;
     spec.servers = (row.plan.Gpus() + spec.gpusPerServer - 1) / spec.gpusPerServer;
@@ -383,9 +384,9 @@ SimulateRow(const TrainingValidationRow& row, double gemmEfficiency, double memo
     helper.SetBackend(backend);
     helper.SetCostModel("ns3::RooflineCostModel");
     ConfigureTrainingSpeed(helper, speed);
-    // GEMMs by the shape model (tile and wave quantization, GpuSpec::gemmTileEfficiency);
-    // a what-if GEMM efficiency puts every GEMM back at that one number.
-    helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(gemmEfficiency <= 0));
+    // Every GEMM at the GPU's measured efficiency (or the what-if's); on request the shape
+    // model instead (tile and wave quantization, GpuSpec::gemmTileEfficiency).
+    helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(shapeModel));
     if (gpu.gemmEfficiency > 0)
     {
         helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
@@ -606,8 +607,9 @@ PrintUsage(std::ostream& os)
           "  contrib/gpusim/test/data/megatron-lm-2021-throughput.json or\n"
           "  contrib/gpusim/test/data/megatron-lm-2022-iteration-time.json\n"
           "  --max-gpus N: rows with more GPUs are listed as not run (default: all run)\n"
-          "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GEMM shape\n"
-          "  model, tile and wave quantization, gpu-spec.cc / kernel-cost-model.cc)\n"
+          "  --gemm-efficiency E: what-if, every GEMM at E of peak (default: the GPU's measured\n"
+          "  GEMM efficiency, gpu-spec.cc); --gemm-shape-model: what-if, GEMMs by tile and\n"
+          "  wave quantization (kernel-cost-model.cc)\n"
           "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
           "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored|lockstep\n"
           "  (default mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the\n"
@@ -625,7 +627,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         Options o(args,
                   {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
                    "memory-efficiency", "fidelity", "ranks"},
-                  {"help"});
+                  {"help", "gemm-shape-model"});
         if (o.Has("help"))
         {
             PrintUsage(out);
@@ -638,6 +640,10 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         auto rows = ReadTrainingValidation(o.Positional().front(), o.Get("table", ""));
         const uint32_t maxGpus = o.Count("max-gpus", 0);
         const double gemmEff = o.Number("gemm-efficiency", 0);
+        if (o.Has("gemm-shape-model") && gemmEff > 0)
+        {
+            throw UsageError("--gemm-shape-model and --gemm-efficiency exclude each other");
+        }
         const double memEff = o.Number("memory-efficiency", 0);
         if (gemmEff < 0 || gemmEff > 1 || memEff < 0 || memEff > 1)
         {
@@ -654,7 +660,8 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
                 r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
                 continue;
             }
-            RunTrainingValidationRow(r, gemmEff, memEff, speed);
+            RunTrainingValidationRow(r, o.Has("gemm-shape-model") ? kGemmShapeModel : gemmEff,
+                                     memEff, speed);
             out << "# " << r.table << " " << Fixed(r.paramsB, 1) << "B on " << r.plan.Gpus()
                 << " GPUs: "
                 << (r.run ? Fixed(r.simulatedTflops, 1) + " TFLOP/s/GPU (measured " +

@@ -9,14 +9,12 @@
  * Megatron-LM code "recompute" (none | selective | full), "sequence_parallel", "grad_accum"
  * (fused | main_grad | autograd)}]}]}), builds each row's GPT model and Megatron-LM plan
  * (the 2021 code's unless the row says otherwise), simulates one iteration on the table's
- * cluster preset and
- * compares the achieved TFLOP/s per GPU computed with the paper's own FLOP count (Narayanan et
- * al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
+ * cluster preset and compares the achieved TFLOP/s per GPU computed with the paper's own FLOP
+ * count (Narayanan et al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
  *
- * Every row uses the same kernel model: GEMMs by the roofline cost model's GEMM shape model
- * (tile and wave quantization, GpuSpec::gemmTileEfficiency), other kernels at the cluster's GPU
- * efficiencies (GpuSpec gemmEfficiency / memoryEfficiency), all in gpu-spec.cc with their
- * sources; nothing is set per row or fitted on the table.
+ * Every row uses the same kernel model: the roofline cost model at the GPU's measured
+ * efficiencies (GpuSpec gemmEfficiency / memoryEfficiency, in gpu-spec.cc with their sources);
+ * nothing is set per row or fitted on the tables.
  */
 #ifndef GPUSIM_VALIDATE_TRAINING_COMMAND_H
 #define GPUSIM_VALIDATE_TRAINING_COMMAND_H
@@ -87,9 +85,13 @@ TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
 std::vector<TrainingValidationRow> ReadTrainingValidation(const std::string& file,
                                                           const std::string& only);
 
-/// Simulates one row with the GEMM shape model and the GPU's kernel efficiencies (flow
-/// backend, default NCCL model). What-ifs: `gemmEfficiency` > 0 runs every GEMM at that flat
-/// fraction of peak instead of the shape model; `memoryEfficiency` > 0 replaces the GPU's.
+/// `gemmEfficiency` value that prices GEMMs by the shape model (tile and wave quantization)
+/// instead of one efficiency.
+constexpr double kGemmShapeModel = -1;
+
+/// Simulates one row with the GPU's measured kernel efficiencies (flow backend, default NCCL
+/// model). What-ifs: `gemmEfficiency` > 0 runs every GEMM at that fraction of peak instead of
+/// the GPU's, kGemmShapeModel by the shape model; `memoryEfficiency` > 0 replaces the GPU's.
 /// `speed`: fidelity and rank mirroring (default: the fast path, as `gpusim generate`).
 void RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency = 0,
                               double memoryEfficiency = 0,
