@@ -12,24 +12,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from cuda_timing import median_ms
+
 dev = torch.device("cuda")
 dt = torch.bfloat16
-
-
-def median_ms(fn, reps=20, warm=5):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 class Layer(torch.nn.Module):

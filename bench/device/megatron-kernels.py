@@ -17,25 +17,10 @@ import sys
 
 import torch
 
+from cuda_timing import median_ms as time_ms
+
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
-
-
-def time_ms(fn, reps=20, warm=5):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def gemm_case(name, m, n, k, dtype):

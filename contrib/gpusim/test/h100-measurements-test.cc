@@ -2,6 +2,8 @@
 // HBM3 (torch 2.11.0+cu130, CUDA 13.0) with bench/device/megatron-kernels.py and
 // bench/device/gpt-layer.py, two runs each; the results are in test/data/h100/
 // (doc/validation.md, "Kernels on a real H100").
+#include "kernel-op-test-util.h"
+
 #include "ns3/double.h"
 #include "ns3/gpu-spec.h"
 #include "ns3/kernel-cost-model.h"
@@ -42,20 +44,6 @@ Number(simdjson::dom::element e)
     return double(uint64_t(e));
 }
 
-Op
-Gemm(uint64_t m, uint64_t n, uint64_t k)
-{
-    Op op;
-    op.kind = OpKind::Kernel;
-    op.name = "gemm";
-    op.gemm.m = m;
-    op.gemm.n = n;
-    op.gemm.k = k;
-    op.gemm.batch = 1;
-    op.gemm.dtype = DataType::BF16;
-    return op;
-}
-
 } // namespace
 
 TEST(H100Measurements, DefaultRooflineTracksMeasuredGemms)
@@ -78,7 +66,7 @@ TEST(H100Measurements, DefaultRooflineTracksMeasuredGemms)
         {
             const auto m = uint64_t(g["m"]), n = uint64_t(g["n"]), k = uint64_t(g["k"]);
             const std::vector<std::pair<const char*, Op>> layouts = {
-                {"fwd", Gemm(m, n, k)}, {"dgrad", Gemm(m, k, n)}, {"wgrad", Gemm(n, k, m)}};
+                {"fwd", GemmOp(m, n, k)}, {"dgrad", GemmOp(m, k, n)}, {"wgrad", GemmOp(n, k, m)}};
             for (const auto& [layout, op] : layouts)
             {
                 const double measured = Number(g["ms"][layout]) * 1e-3;

@@ -1,6 +1,8 @@
 // The roofline cost model's GEMM shape model (kernel-cost-model.cc, doc/validation.md "GEMM
 // shape model"): tile and wave quantization on the GPU's SMs, expected values computed by hand
 // from the published measurement each GPU's tile efficiency comes from.
+#include "kernel-op-test-util.h"
+
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/gpu-spec.h"
@@ -13,20 +15,6 @@ using namespace ns3::gpusim;
 
 namespace
 {
-
-Op
-GemmOp(uint64_t m, uint64_t n, uint64_t k, uint64_t batch = 1, DataType t = DataType::BF16)
-{
-    Op op;
-    op.kind = OpKind::Kernel;
-    op.name = "gemm";
-    op.gemm.m = m;
-    op.gemm.n = n;
-    op.gemm.k = k;
-    op.gemm.batch = batch;
-    op.gemm.dtype = t;
-    return op;
-}
 
 Ptr<RooflineCostModel>
 ShapeModel(bool on = true)
