@@ -4,8 +4,10 @@
 #include "ns3/json-writer.h"
 
 #include "ns3/boolean.h"
+#include "ns3/global-value.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/trace-source-accessor.h"
 
 #include <algorithm>
@@ -72,7 +74,22 @@ FlowBackend::GetTypeId()
     return tid;
 }
 
-FlowBackend::FlowBackend() = default;
+FlowBackend::FlowBackend()
+{
+    // The backend re-times its pending events with Simulator::Remove. ns-3 3.37's
+    // HeapScheduler::Remove moves the heap's last event into the hole and only sifts it down,
+    // never up, so the heap can lose its order: events then run out of time order, and a
+    // later Remove of an event already run frees it twice (a crash far from the cause).
+    StringValue scheduler;
+    if (GlobalValue::GetValueByNameFailSafe("SchedulerType", scheduler) &&
+        scheduler.Get() == "ns3::HeapScheduler")
+    {
+        throw std::invalid_argument(
+            "FlowBackend: ns-3's HeapScheduler loses its order when events are removed (its "
+            "Remove never sifts up); use the default ns3::MapScheduler, CalendarScheduler or "
+            "ListScheduler (SchedulerType)");
+    }
+}
 
 FlowBackend::~FlowBackend() = default;
 
