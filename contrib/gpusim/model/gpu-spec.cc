@@ -1,6 +1,8 @@
 #include "ns3/gpu-spec.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 namespace ns3
 {
@@ -66,9 +68,18 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         // FLOP/s over the peak, median of the six: forward 0.341 (0.28 - 0.40), backward
         // 0.217 (0.20 - 0.25). FlashAttention-3's paper (Shah et al. 2024) gives
         // FlashAttention-2 about 35 % of an H100's peak, as here; FlashAttention-3 itself runs
-        // about twice as fast (set the cost model's attributes for it).
+        // about twice as fast (set the cost model's attributes for it). These two price fused
+        // attention kernels that carry no geometry; generated ones use attentionTable below.
         s.attentionEfficiency = 0.341;
         s.attentionBackwardEfficiency = 0.217;
+        // The same kernel on contiguous q, k, v (as Megatron-Core / Transformer Engine hand
+        // them over), 16k tokens or one sequence, causal, bf16, by head dim and length
+        // (bench/device/attention-lengths.py, test/data/h100/h100-attention-lengths-2026-11-26.json):
+        // the generator's fused attention kernels are priced from this.
+        s.attentionTable = {{128, 2048, 0.480, 0.337}, {128, 8192, 0.639, 0.387},
+                            {128, 32768, 0.621, 0.445}, {128, 65536, 0.624, 0.434},
+                            {64, 2048, 0.365, 0.249},  {64, 8192, 0.462, 0.331},
+                            {64, 32768, 0.482, 0.343}, {64, 65536, 0.465, 0.352}};
         out = s;
         return true;
     }
@@ -133,6 +144,52 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         return true;
     }
     return false;
+}
+
+double
+GpuSpec::AttentionEfficiency(uint64_t headDim, uint64_t keys, bool backward) const
+{
+    if (attentionTable.empty() || keys == 0)
+    {
+        return 0;
+    }
+    // Per measured head dim: interpolate in log(keys), clamped; then between the two nearest
+    // head dims (clamped).
+    std::map<uint32_t, std::vector<const AttentionPoint*>> byDim;
+    for (const AttentionPoint& p : attentionTable)
+    {
+        byDim[p.headDim].push_back(&p);
+    }
+    auto atLength = [&](std::vector<const AttentionPoint*>& pts) {
+        std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->keys < b->keys; });
+        auto eff = [&](const AttentionPoint* p) { return backward ? p->backward : p->forward; };
+        if (keys <= pts.front()->keys)
+        {
+            return eff(pts.front());
+        }
+        for (size_t i = 1; i < pts.size(); ++i)
+        {
+            if (keys <= pts[i]->keys)
+            {
+                const double x = std::log(double(keys) / pts[i - 1]->keys) /
+                                 std::log(double(pts[i]->keys) / pts[i - 1]->keys);
+                return eff(pts[i - 1]) + x * (eff(pts[i]) - eff(pts[i - 1]));
+            }
+        }
+        return eff(pts.back());
+    };
+    auto hi = byDim.lower_bound(static_cast<uint32_t>(std::min<uint64_t>(headDim, UINT32_MAX)));
+    if (hi == byDim.begin())
+    {
+        return atLength(hi->second);
+    }
+    if (hi == byDim.end())
+    {
+        return atLength(std::prev(hi)->second);
+    }
+    auto lo = std::prev(hi);
+    const double x = double(headDim - lo->first) / double(hi->first - lo->first);
+    return atLength(lo->second) + x * (atLength(hi->second) - atLength(lo->second));
 }
 
 std::string

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 
 namespace ns3
@@ -37,6 +38,21 @@ struct GpuSpec
     /// these by default (attributes AttentionEfficiency / AttentionBackwardEfficiency).
     double attentionEfficiency = 0;
     double attentionBackwardEfficiency = 0;
+    /// The same measured at head dims and key lengths; AttentionEfficiency() interpolates it
+    /// for kernels that carry their geometry (generated fused attention). Empty: none.
+    struct AttentionPoint
+    {
+        uint32_t headDim;
+        uint32_t keys; //!< key tokens per sequence
+        double forward;
+        double backward;
+    };
+    std::vector<AttentionPoint> attentionTable;
+
+    /// Fused attention efficiency for a head dim and key length from attentionTable: linear in
+    /// log(keys) between measured lengths and in the head dim between measured dims, clamped to
+    /// the measured range; 0 when the table is empty.
+    double AttentionEfficiency(uint64_t headDim, uint64_t keys, bool backward) const;
     /// Shape-dependent GEMM model (KernelCostModel attribute GemmShapeModel; doc/validation.md
     /// "GEMM shape model"): fraction of the dense 16-bit tensor peak that a 256x128 output
     /// tile reaches on its SM, so that a GEMM whose tiles fill every SM in every wave runs at

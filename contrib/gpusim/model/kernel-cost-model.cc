@@ -147,7 +147,11 @@ KernelCostModel::GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuS
 bool
 KernelCostModel::IsFusedAttention(const std::string& name, bool& backward)
 {
-    const bool attention = name.compare(0, 9, "attention") == 0 ||
+    // The generator's fused kernels (not its unfused attention_scores / attention_values
+    // GEMMs), and recorded flash / fmha kernels.
+    const bool attention = name == "attention" || name == "attention_bwd" ||
+                           name.compare(0, 13, "attention_cp_") == 0 ||
+                           name.compare(0, 17, "attention_bwd_cp_") == 0 ||
                            name.find("flash") != std::string::npos ||
                            name.find("fmha") != std::string::npos;
     backward = attention && (name.find("bwd") != std::string::npos ||
@@ -191,15 +195,23 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
         {
             flops = 2.0 * g.m * g.n * g.k * g.batch;
         }
-        if (bytes <= 0)
+        bool unusedBackward = false;
+        if (bytes <= 0 && !IsFusedAttention(op.name, unusedBackward))
         {
+            // A GEMM's A, B and C once each (a fused attention's shape is its geometry: it
+            // never writes the m x n scores).
             bytes = (double(g.m) * g.k + double(g.k) * g.n + double(g.m) * g.n) * elem * g.batch;
         }
     }
     double t = m_minKernelUs * 1e-6;
     const bool half = dtype == gpusim::DataType::F16 || dtype == gpusim::DataType::BF16;
-    const double shaped =
-        m_gemmShapeModel && half && op.gemm.m ? GemmShapeSeconds(op.gemm, spec) : 0;
+    // Fused attention carries FLOPs, and from the generator its geometry in the shape (query
+    // and key tokens, head dim): not a GEMM.
+    bool backward = false;
+    const bool attention = flops > 0 && IsFusedAttention(op.name, backward);
+    const double shaped = !attention && m_gemmShapeModel && half && op.gemm.m
+                              ? GemmShapeSeconds(op.gemm, spec)
+                              : 0;
     if (shaped > 0)
     {
         t = std::max(t, shaped);
@@ -207,13 +219,16 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
     else if (flops > 0)
     {
         double efficiency = m_computeEfficiency;
-        bool backward = false;
-        if (!op.gemm.m && IsFusedAttention(op.name, backward))
+        if (attention)
         {
+            // The attribute, else the GPU's measurement for this head dim and key length, else
+            // its one measured number, else ComputeEfficiency.
             const double own = backward ? m_attentionBackwardEfficiency : m_attentionEfficiency;
+            const double byShape =
+                op.gemm.n ? spec.AttentionEfficiency(op.gemm.k, op.gemm.n, backward) : 0;
             const double gpu =
                 backward ? spec.attentionBackwardEfficiency : spec.attentionEfficiency;
-            efficiency = own > 0 ? own : gpu > 0 ? gpu : efficiency;
+            efficiency = own > 0 ? own : byShape > 0 ? byShape : gpu > 0 ? gpu : efficiency;
         }
         t = std::max(t, flops / (spec.PeakFlops(dtype) * efficiency));
     }

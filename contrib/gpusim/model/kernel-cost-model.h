@@ -64,8 +64,9 @@ class KernelCostModel : public Object
     /// Roofline estimate shared by the models (seconds).
     double RooflineSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
 
-    /// A kernel with FLOPs but no GEMM shape that is fused attention (generated names
-    /// "attention..." or recorded "flash" / "fmha" kernels), and whether it is a backward.
+    /// Whether a kernel is fused attention (the generator's "attention", "attention_bwd",
+    /// "attention_cp_*", "attention_bwd_cp_*", or recorded "flash" / "fmha" kernels), and
+    /// whether it is a backward.
     static bool IsFusedAttention(const std::string& name, bool& backward);
 
     double m_computeEfficiency; //!< fraction of peak FLOP/s reached by GEMM-like kernels

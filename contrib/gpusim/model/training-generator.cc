@@ -238,6 +238,11 @@ class RankGenerator
     // Op emission.
     Op& Push(OpKind kind, int64_t stream = kCompute);
     void Kernel(const std::string& name, double flops, double bytes);
+    /// A fused attention kernel, its geometry in the op's shape (KernelCostModel prices it by
+    /// key length and head dim): m = query tokens and n = key tokens per sequence, k = head
+    /// dim, batch = sequences x local heads.
+    void AttentionKernel(const std::string& name, double flops, double bytes, double queryTokens,
+                         double keyTokens);
     void Gemm(const std::string& name, double m, double n, double k, uint64_t batch);
     void Coll(CollKind kind, const std::string& comm, uint32_t nranks, double bytes,
               int64_t stream = kCompute, DataType dtype = DataType::BF16);
@@ -400,6 +405,19 @@ RankGenerator::Kernel(const std::string& name, double flops, double bytes)
 }
 
 void
+RankGenerator::AttentionKernel(const std::string& name, double flops, double bytes,
+                               double queryTokens, double keyTokens)
+{
+    Kernel(name, flops, bytes);
+    Op& op = m_trace.ops.back();
+    op.gemm.m = static_cast<uint64_t>(std::llround(queryTokens));
+    op.gemm.n = static_cast<uint64_t>(std::llround(keyTokens));
+    op.gemm.k = m_m.HeadDim();
+    op.gemm.batch = uint64_t(m_p.microBatch) * (m_m.heads / m_p.tp);
+    op.gemm.dtype = m_m.dtype;
+}
+
+void
 RankGenerator::Gemm(const std::string& name, double m, double n, double k, uint64_t batch)
 {
     // A backward GEMM op stands for the data-gradient and weight-gradient GEMMs (batch 2):
@@ -528,8 +546,8 @@ RankGenerator::AttentionCore(bool backward)
     // Scores and values: 2 x 2 T s h / t FLOPs; the fused causal kernel skips the masked half.
     const double flops = 2 * m_tokens * m_s * h / t;
     const double bytes = m_e * m_tokens * (2 * h + kv) / t;
-    Kernel(backward ? "attention_bwd" : "attention", backward ? 2 * flops : flops,
-           backward ? 2 * bytes : bytes);
+    AttentionKernel(backward ? "attention_bwd" : "attention", backward ? 2 * flops : flops,
+                    backward ? 2 * bytes : bytes, m_s, m_s);
 }
 
 void
@@ -601,7 +619,8 @@ RankGenerator::CpRingAttention(bool backward)
         const CpStep st = CpAttentionStep(m_m, m_p, me, i);
         const std::string name = std::string(backward ? "attention_bwd_cp_" : "attention_cp_") +
                                  ToString(st.section);
-        Kernel(name, backward ? 2 * st.flops : st.flops, backward ? 2 * st.bytes : st.bytes);
+        AttentionKernel(name, backward ? 2 * st.flops : st.flops,
+                        backward ? 2 * st.bytes : st.bytes, st.queryTokens, st.keyTokens);
         if (received)
         {
             WaitEvent(kCompute, received); // the next step's KV (backward: this step's dKV)

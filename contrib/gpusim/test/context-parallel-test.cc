@@ -614,3 +614,38 @@ TEST(ContextParallel, SearchBoundHoldsForCpPlans)
     EXPECT_EQ(checked, 13u) << r.out;
     EXPECT_EQ(text.find("\"cp\":1,"), std::string::npos);
 }
+
+TEST(ContextParallel, AttentionKernelsCarryTheirGeometry)
+{
+    // Fused attention kernels carry query and key tokens per sequence, head dim and
+    // sequences x local heads in their shape, so the cost model prices each by its length:
+    // without CP the whole sequence; with CP 2 (4 chunks of s/4) each ring step its blocks.
+    const ModelSpec m = TinyGpt(); // s 128, h 256, 4 heads of 64
+    const GeneratedTraining one = GenerateTraining(m, CpPlan(2, 1, 1, 1, 2), false);
+    int seen = 0;
+    for (const Op& op : OpsOf(*one.job, 0))
+    {
+        if (op.kind == OpKind::Kernel && (op.name == "attention" || op.name == "attention_bwd"))
+        {
+            EXPECT_EQ(op.gemm.m, m.seqLength);
+            EXPECT_EQ(op.gemm.n, m.seqLength);
+            EXPECT_EQ(op.gemm.k, m.HeadDim());
+            EXPECT_EQ(op.gemm.batch, 1u * m.heads / 2); // micro-batch 1, TP 2
+            ++seen;
+        }
+    }
+    EXPECT_GT(seen, 0);
+    const GeneratedTraining two = GenerateTraining(m, CpPlan(1, 2, 1, 1, 2), false);
+    std::set<std::pair<uint64_t, uint64_t>> blocks;
+    for (const Op& op : OpsOf(*two.job, 0))
+    {
+        if (op.kind == OpKind::Kernel && op.flops > 0 && StartsWith(op.name, "attention_"))
+        {
+            blocks.insert({op.gemm.m, op.gemm.n});
+            EXPECT_EQ(op.gemm.k, m.HeadDim());
+        }
+    }
+    // Rank 0 of CP 2: the diagonal step (its two chunks, 64 x 64) and the step over the other
+    // rank's earlier chunk (its later chunk only, 32 queries x 64 keys).
+    EXPECT_EQ(blocks, (std::set<std::pair<uint64_t, uint64_t>>{{64, 64}, {32, 64}}));
+}

@@ -184,3 +184,33 @@ TEST(AttentionEfficiency, FusedAttentionRunsAtTheH100sMeasuredRate)
     EXPECT_NEAR(plain->GetDuration(fwd, Gpu("a100-sxm")).GetSeconds(),
                 fwd.flops / (312e12 * 0.7), 1e-9);
 }
+
+TEST(AttentionEfficiency, ByHeadDimAndKeyLengthFromTheH100Table)
+{
+    // gpu-spec.cc's H100 table: exact at measured points, linear in log(keys) between them,
+    // linear in the head dim between 64 and 128, clamped outside.
+    const GpuSpec h100 = Gpu("h100-sxm");
+    EXPECT_DOUBLE_EQ(h100.AttentionEfficiency(128, 2048, false), 0.480);
+    EXPECT_DOUBLE_EQ(h100.AttentionEfficiency(128, 32768, true), 0.445);
+    EXPECT_NEAR(h100.AttentionEfficiency(128, 4096, false), (0.480 + 0.639) / 2, 1e-12);
+    EXPECT_DOUBLE_EQ(h100.AttentionEfficiency(128, 512, false), 0.480);     // clamped
+    EXPECT_DOUBLE_EQ(h100.AttentionEfficiency(128, 1 << 20, true), 0.434); // clamped
+    EXPECT_NEAR(h100.AttentionEfficiency(96, 2048, false), (0.365 + 0.480) / 2, 1e-12);
+    EXPECT_DOUBLE_EQ(h100.AttentionEfficiency(256, 8192, false), 0.639);
+    EXPECT_EQ(Gpu("a100-sxm").AttentionEfficiency(128, 2048, false), 0.0);
+    // A generated attention kernel with its geometry (32k keys, head dim 128) is priced from
+    // the table; without geometry, at the GPU's one number (0.341).
+    Op op;
+    op.kind = OpKind::Kernel;
+    op.name = "attention";
+    op.flops = 1e12;
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(), 1e12 / (989.5e12 * 0.341), 1e-9);
+    op.gemm.m = op.gemm.n = 32768;
+    op.gemm.k = 128;
+    op.gemm.batch = 32;
+    EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(), 1e12 / (989.5e12 * 0.621), 1e-9);
+    // ... and not as a GEMM, even with the shape model on.
+    cm->SetAttribute("GemmShapeModel", BooleanValue(true));
+    EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(), 1e12 / (989.5e12 * 0.621), 1e-9);
+}
