@@ -57,17 +57,17 @@ class KernelCostModel : public Object
     /// Returns 0 when the spec has no gemmTileEfficiency.
     static double GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuSpec& spec);
 
+    /// Whether a kernel is fused attention (the generator's "attention", "attention_bwd",
+    /// "attention_cp_*", "attention_bwd_cp_*", or recorded "flash" / "fmha" kernels), and
+    /// whether it is a backward.
+    static bool IsFusedAttention(const std::string& name, bool& backward);
+
   protected:
     /// Unscaled duration in seconds.
     virtual double DoGetSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const = 0;
 
     /// Roofline estimate shared by the models (seconds).
     double RooflineSeconds(const gpusim::Op& op, const gpusim::GpuSpec& spec) const;
-
-    /// Whether a kernel is fused attention (the generator's "attention", "attention_bwd",
-    /// "attention_cp_*", "attention_bwd_cp_*", or recorded "flash" / "fmha" kernels), and
-    /// whether it is a backward.
-    static bool IsFusedAttention(const std::string& name, bool& backward);
 
     double m_computeEfficiency; //!< fraction of peak FLOP/s reached by GEMM-like kernels
     double m_attentionEfficiency;         //!< fused attention forward (0: the GPU's, else compute)

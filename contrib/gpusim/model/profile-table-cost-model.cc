@@ -45,7 +45,11 @@ KernelTable::Lookup(const Op& op) const
         {
             return named->second;
         }
-        auto any = byGemm.find(key);
+        // A fused attention kernel's shape is its geometry, not a GEMM's: only its own name
+        // matches it.
+        bool backward = false;
+        auto any = KernelCostModel::IsFusedAttention(op.name, backward) ? byGemm.end()
+                                                                          : byGemm.find(key);
         if (any != byGemm.end())
         {
             return any->second;
