@@ -2,6 +2,8 @@
 // model: the same jobs run both ways must give every collective's per-rank completion within
 // 1 %, replay what can be replayed, never replay skewed or contended instances, report the
 // replays that met later traffic, and be deterministic.
+#include "edge-flow-test-util.h"
+
 #include "ns3/cluster-spec.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -35,14 +37,7 @@ FidelityRun
 RunWith(const std::string& fidelity, uint32_t servers, const std::string& algo,
         const std::function<void(JobBuilder&)>& build)
 {
-    gpusim::ClusterSpec spec;
-    gpusim::LookupClusterPreset("dgx-h100", spec);
-    spec.servers = servers;
-    GpuClusterHelper cluster;
-    cluster.SetSpec(spec);
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
+    auto [gpus, net] = gpusim_test::MakeDgxH100FlowCluster(servers);
     JobBuilder job(gpus.GetN());
     build(job);
     GpuWorkloadHelper h;

@@ -37,10 +37,15 @@ struct EdgeFlowRun
 
 /// Runs `build` on `servers` dgx-h100 servers with NCCL algorithm `algorithm`, at chunk level
 /// (`edgeFlows` false) or collective fidelity with RingFlows; `configure` sets more attributes.
-inline EdgeFlowRun
-RunEdgeFlowCase(const std::string& algorithm, bool edgeFlows, uint32_t servers,
-                const std::function<void(ns3::JobBuilder&)>& build,
-                const std::function<void(ns3::GpuWorkloadHelper&)>& configure = {})
+/// `servers` dgx-h100 servers on the flow backend (the GPUs, and the backend on their topology).
+struct DgxH100FlowCluster
+{
+    ns3::NodeContainer gpus;
+    ns3::Ptr<ns3::FlowBackend> net;
+};
+
+inline DgxH100FlowCluster
+MakeDgxH100FlowCluster(uint32_t servers)
 {
     using namespace ns3;
     gpusim::ClusterSpec spec;
@@ -48,9 +53,20 @@ RunEdgeFlowCase(const std::string& algorithm, bool edgeFlows, uint32_t servers,
     spec.servers = servers;
     GpuClusterHelper cluster;
     cluster.SetSpec(spec);
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
+    DgxH100FlowCluster c;
+    c.gpus = cluster.Create();
+    c.net = CreateObject<FlowBackend>();
+    c.net->SetTopology(cluster.GetTopology());
+    return c;
+}
+
+inline EdgeFlowRun
+RunEdgeFlowCase(const std::string& algorithm, bool edgeFlows, uint32_t servers,
+                const std::function<void(ns3::JobBuilder&)>& build,
+                const std::function<void(ns3::GpuWorkloadHelper&)>& configure = {})
+{
+    using namespace ns3;
+    auto [gpus, net] = MakeDgxH100FlowCluster(servers);
     JobBuilder job(gpus.GetN());
     build(job);
     GpuWorkloadHelper h;
