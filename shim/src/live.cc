@@ -152,13 +152,13 @@ bool LiveMode() { return Cfg().on && !g_forked; }
 
 bool LiveLost() { return g_dead.load(std::memory_order_relaxed) && LiveMode(); }
 
-uint64_t LiveSend(int device, const std::string& json, bool wait) {
+uint64_t LiveSend(int rank, const std::string& json, bool wait) {
   Connection* c = Connect();
   if (!c) return 0;
   std::string msg;
   msg.reserve(json.size() + 16);
   msg += wait ? "W " : "O ";
-  msg += std::to_string(device);
+  msg += std::to_string(rank);
   msg += ' ';
   msg += json;
   msg += '\n';

@@ -167,7 +167,8 @@ cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
     return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
   }
   l.Commit();
-  return LiveLost() ? Ret(cudaErrorUnknown) : cudaSuccess;
+  if (cudaError_t e = ShimStatus(s.device)) return Ret(e);
+  return cudaSuccess;
 }
 
 // srcDevice/dstDevice >= 0: cudaMemcpyPeer*, whose pointers must be device memory of those devices.
@@ -204,7 +205,7 @@ cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t stream, bool as
     if (a->backed) memset(ptr, value, count);
   }
   if (Recording()) Line(s.device, "memset").U64("bytes", count).Int("stream", s.id).Bool("async", async).Commit();
-  if (LiveLost()) return Ret(cudaErrorUnknown);
+  if (cudaError_t e = ShimStatus(s.device)) return Ret(e);
   return cudaSuccess;
 }
 

@@ -242,6 +242,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (t_group) l.U64("group", t_group);
   l.Int("stream", s.id).Commit();
   if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;
+  if (DeviceUnavailable(dev)) return Fail(ncclInvalidUsage, "the GPU belongs to another process of the job");
   if (LiveLost()) return Fail(ncclSystemError, "lost the simulator (gpusim run)");
   return ncclSuccess;
 }
@@ -270,6 +271,18 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
     return Fail(ncclInvalidArgument, "config not initialised with NCCL_CONFIG_INITIALIZER");
   int dev;
   cudaGetDevice(&dev);
+  // Two processes passing the same rank (a launcher's RANK not read, say) would make one rank
+  // of two programs: refuse it as NCCL refuses inconsistent ranks.
+  char id[17];
+  HashId(commId, id);
+  const std::string holder = ClaimCommRank(id, rank);
+  if (!holder.empty()) {
+    fprintf(stderr,
+            "gpusim: ncclCommInitRank: rank %d of communicator %s (%d ranks) is already held by %s; every "
+            "process must pass its own rank (e.g. RANK / OMPI_COMM_WORLD_RANK from the launcher)\n",
+            rank, id, nranks, holder.c_str());
+    return Fail(ncclInvalidUsage, "this rank of the communicator is already held by another process");
+  }
   // Initialisation needs no rendezvous here, so it is complete on return even inside a group
   // or with config->blocking = 0 (ncclCommGetAsyncError then reports ncclSuccess).
   *comm = NewComm(commId, nranks, rank, dev);

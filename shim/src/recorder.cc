@@ -97,6 +97,8 @@ RankLog* GetLog(int device) {
   if (!log) {
     log = new RankLog;
     log->device = device;
+    // Launched by gpusim record/run: the GPU decides the rank (server x GPUs per server + GPU).
+    log->rank = GlobalRank(device);
     log->buf.reserve(kFlushBytes + (64 << 10));
     r.logs[device].store(log, std::memory_order_release);
   }
@@ -158,6 +160,14 @@ std::string FileName(const RankLog* log) {
 
 // Caller holds log->mu; log is bound.
 void WriteOut(RankLog* log) {
+  if (log->fd < 0 && !log->excluded && !ClaimDevice(log->device, log->rank)) {
+    // Another process of the job writes this rank: two processes on one rank would interleave
+    // one file. Its ops are dropped (the program sees cudaErrorDevicesUnavailable).
+    g_on = false;
+    log->buf.clear();
+    log->rankRefs.clear();
+    return;
+  }
   if (log->fd < 0) {
     std::string path = R().dir + "/" + FileName(log);
     log->fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -414,15 +424,14 @@ Line& Line::Raw(const char* fragment, size_t len) {
   return *this;
 }
 
-// Live mode: the simulator numbers the GPUs of process p as p * D + device (D = GPUSIM_DEVICES).
+// Trace rank of `device` in live mode: its GPU's rank in the cluster (gpusim run always says
+// which server this process is on); a process started without one numbers its devices from
+// GPUSIM_LIVE_PROCESS x devices.
 static int LiveRankOf(int device) {
-  static const int base = [] {
-    const char* p = getenv("GPUSIM_LIVE_PROCESS");
-    const char* d = getenv("GPUSIM_DEVICES");
-    int per = d && atoi(d) > 0 ? atoi(d) : DeviceCount();
-    return (p ? atoi(p) : 0) * per;
-  }();
-  return base + device;
+  const int global = GlobalRank(device);
+  if (global >= 0) return global;
+  const char* p = getenv("GPUSIM_LIVE_PROCESS");
+  return (p ? atoi(p) : 0) * DeviceCount() + device;
 }
 
 Line& Line::Rank(const char* key, int device) {
@@ -463,6 +472,7 @@ void Line::Commit() {
   }
   int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
   RankLog* log = GetLog(dev);
+  if (GlobalRank(dev) >= 0 && !ClaimDevice(dev, GlobalRank(dev))) return;
   uint64_t now = NowNs();
   std::lock_guard<std::mutex> lock(log->mu);
   ThreadSlot* slot = SlotFor(log, dev, now);
@@ -489,6 +499,8 @@ void Line::Commit() {
 
 uint64_t Line::CommitLive(bool wait) {
   int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
+  const int rank = LiveRankOf(dev);
+  if (!ClaimDevice(dev, rank)) return 0;
   RankLog* log = GetLog(dev);
   uint64_t v = VClockTick();
   std::string line;
@@ -510,7 +522,7 @@ uint64_t Line::CommitLive(bool wait) {
     line += "}";
     ++log->ops;
   }
-  return LiveSend(dev, line, wait);
+  return LiveSend(rank, line, wait);
 }
 
 uint64_t Line::CommitDeferred() {
@@ -550,7 +562,7 @@ void BindRank(int device, int rank, int worldSize) {
   RankLog* log = GetLog(device);
   std::lock_guard<std::mutex> rlock(r.mu);
   std::lock_guard<std::mutex> lock(log->mu);
-  if (log->rank < 0 && !r.rankFromEnv && !RankTaken(rank, log)) log->rank = rank;
+  if (log->rank < 0 && !r.rankFromEnv && !RankTaken(rank, log)) log->rank = rank;  // (set already when launched)
   if (worldSize > r.worldSize) r.worldSize = worldSize;
 }
 
@@ -574,7 +586,7 @@ void FlushTrace() {
     if (!log->excluded) mine.emplace_back(log->rank, FileName(log));
   }
   // A rank that issued no device op still owes the job its (empty) file.
-  if (mine.empty() && r.envRank >= 0) {
+  if (mine.empty() && r.envRank >= 0 && ServerIndex() < 0) {
     std::string name = "rank-" + std::to_string(r.envRank) + ".jsonl";
     int fd = open((r.dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) close(fd);

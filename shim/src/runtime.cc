@@ -90,15 +90,20 @@ cudaError_t Launch(const Kernel* k, dim3 grid, dim3 block, size_t smem, cudaStre
         .Dim("block", block.x, block.y, block.z)
         .U64("smem", smem)
         .Commit();
-  if (LiveLost()) return Ret(cudaErrorUnknown);
+  if (cudaError_t e = ShimStatus(s.device)) return Ret(e);
   return cudaSuccess;
 }
+
+// PCI address of a visible device: by its physical index, so processes that see one GPU each
+// (CUDA_VISIBLE_DEVICES) still see different GPUs, as NCCL's duplicate-GPU check expects.
+int PciBus(int device) { return 0x18 + PhysicalDevice(device) % 14 * 0x10; }
+int PciDomain(int device) { return PhysicalDevice(device) / 14; }
 
 void FillProperties(cudaDeviceProp* p, int device) {
   const GpuConfig& g = Gpu();
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "%s", g.name);
-  for (int i = 0; i < 16; ++i) p->uuid.bytes[i] = (char)(0x47 + i * 7 + device);  // stable fake UUID
+  DeviceUuid(device, p->uuid.bytes);
   p->totalGlobalMem = g.memBytes;
   p->sharedMemPerBlock = 48 << 10;
   p->regsPerBlock = 65536;
@@ -121,7 +126,8 @@ void FillProperties(cudaDeviceProp* p, int device) {
   p->surfaceAlignment = 512;
   p->concurrentKernels = 1;
   p->ECCEnabled = 1;
-  p->pciBusID = 0x18 + device * 0x10;
+  p->pciBusID = PciBus(device);
+  p->pciDomainID = PciDomain(device);
   p->asyncEngineCount = 2;
   p->unifiedAddressing = 1;
   p->memoryBusWidth = g.memBusWidth;
@@ -222,7 +228,7 @@ extern "C" {
 cudaError_t cudaGetDeviceCount(int* count) {
   if (!count) return Ret(cudaErrorInvalidValue);
   *count = DeviceCount();
-  return cudaSuccess;
+  return *count > 0 ? cudaSuccess : Ret(cudaErrorNoDevice);  // CUDA_VISIBLE_DEVICES hid them all
 }
 
 cudaError_t cudaGetDevice(int* device) {
@@ -322,7 +328,7 @@ cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
   if (sscanf(pciBusId, "%x:%x:%x", &domain, &bus, &dev) != 3 && sscanf(pciBusId, "%x:%x", &bus, &dev) != 2)
     return Ret(cudaErrorInvalidValue);
   for (int d = 0; d < DeviceCount(); ++d)
-    if (bus == (unsigned)(0x18 + d * 0x10)) {
+    if (bus == (unsigned)PciBus(d) && domain == (unsigned)PciDomain(d)) {
       *device = d;
       return cudaSuccess;
     }
@@ -397,7 +403,7 @@ cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
   if (!pciBusId || len <= 0) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
-  snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x18 + device * 0x10);
+  snprintf(pciBusId, (size_t)len, "%04x:%02x:00.0", PciDomain(device), PciBus(device));
   return cudaSuccess;
 }
 

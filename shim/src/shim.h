@@ -36,7 +36,18 @@ struct GpuConfig {
 };
 
 GPUSIM_EXPORT const GpuConfig& Gpu();
+// Devices this process sees (the GPUs of its server, narrowed by CUDA_VISIBLE_DEVICES).
 GPUSIM_EXPORT int DeviceCount();
+// Index on its server of the GPU a visible device is (CUDA_VISIBLE_DEVICES renumbers them).
+GPUSIM_EXPORT int PhysicalDevice(int device);
+// The simulated server this process runs on (GPUSIM_SERVER, or from an MPI launcher's rank);
+// -1 when no launcher said (plain runs, gpusim-launch).
+GPUSIM_EXPORT int ServerIndex();
+// Rank in the cluster of a visible device: server x GPUs per server + physical index; -1 when
+// the server is unknown.
+GPUSIM_EXPORT int GlobalRank(int device);
+// The fake UUID of a visible device (distinct per physical GPU and server).
+GPUSIM_EXPORT void DeviceUuid(int device, char out[16]);
 // Current device of the calling host thread (cudaSetDevice is per thread, as in CUDA).
 GPUSIM_EXPORT int CurrentDevice();
 // The real monotonic clock in ns (the shim's own measurements never read virtual time).
@@ -74,9 +85,9 @@ GPUSIM_EXPORT bool LiveMode();
 // Live mode and the simulator is gone: calls that need it fail (cudaErrorUnknown,
 // ncclSystemError) so the program stops instead of running on without a simulation.
 GPUSIM_EXPORT bool LiveLost();
-// Sends one op line for `device`; with `wait`, returns the sequence number to LiveWait for
-// (0: not sent, the simulator is gone).
-GPUSIM_EXPORT uint64_t LiveSend(int device, const std::string& json, bool wait);
+// Sends one op line of trace rank `rank`; with `wait`, returns the sequence number to LiveWait
+// for (0: not sent, the simulator is gone).
+GPUSIM_EXPORT uint64_t LiveSend(int rank, const std::string& json, bool wait);
 // Waits for the answer to a W line; false (with a message printed) when it cannot come.
 GPUSIM_EXPORT bool LiveWait(uint64_t seq, LiveAnswer* out);
 // Virtual clock of the calling thread (vclock.cc): advance by the host time since the last
@@ -84,6 +95,19 @@ GPUSIM_EXPORT bool LiveWait(uint64_t seq, LiveAnswer* out);
 GPUSIM_EXPORT bool LiveClock();
 GPUSIM_EXPORT uint64_t VClockTick();
 GPUSIM_EXPORT void VClockResume(uint64_t t);
+
+// ---- ownership across the processes of a job (claims.cc) ----
+
+// Claims the GPU behind visible `device` (trace rank `rank`) for this process, once; false
+// (with a message naming the holder) when another process of the job drives it already.
+GPUSIM_EXPORT bool ClaimDevice(int device, int rank);
+// A claim for `device` failed: its calls return cudaErrorDevicesUnavailable.
+GPUSIM_EXPORT bool DeviceUnavailable(int device);
+// Claims rank `rank` of communicator `comm` (16 hex digits); "" when it is ours, else who holds it.
+GPUSIM_EXPORT std::string ClaimCommRank(const char* comm, int rank);
+// What a call on `device` returns after recording its op: cudaErrorDevicesUnavailable when the
+// GPU belongs to another process, cudaErrorUnknown when live mode lost the simulator.
+GPUSIM_EXPORT cudaError_t ShimStatus(int device);
 
 // ---- recorder (recorder.cc) ----
 

@@ -92,7 +92,7 @@ cudaError_t Record(cudaEvent_t event, cudaStream_t stream, bool ptsz) {
     id = e->id;
   }
   if (Recording()) Line(s.device, "event_record").U64("event", id).Int("stream", s.id).Commit();
-  if (LiveLost()) return Ret(cudaErrorUnknown);
+  if (cudaError_t e = ShimStatus(s.device)) return Ret(e);
   return cudaSuccess;
 }
 

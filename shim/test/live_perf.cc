@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
   const int nranks = world * a.gpus;
+  // As nccl-tests does: the process's GPUs follow its rank on the node.
+  const int firstDevice = EnvInt("LOCAL_RANK", 0) * a.gpus;
 
   ncclUniqueId id;
   CHECK_NCCL(ncclGetUniqueId(&id));  // shared across processes by the launcher's id file
@@ -161,8 +163,8 @@ int main(int argc, char** argv) {
   CHECK_NCCL(ncclGroupStart());
   for (int i = 0; i < a.gpus; ++i) {
     Gpu& g = gpus[i];
-    g.device = i;
-    CHECK_CUDA(cudaSetDevice(i));
+    g.device = firstDevice + i;
+    CHECK_CUDA(cudaSetDevice(g.device));
     CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&g.send, a.maxBytes));
     CHECK_CUDA(cudaMalloc(&g.recv, a.maxBytes));
@@ -170,7 +172,7 @@ int main(int argc, char** argv) {
   }
   CHECK_NCCL(ncclGroupEnd());
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaSetDevice(firstDevice));
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
 
@@ -193,7 +195,7 @@ int main(int argc, char** argv) {
         if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank))
           std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
       }
-      CHECK_CUDA(cudaSetDevice(0));
+      CHECK_CUDA(cudaSetDevice(firstDevice));
       CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));
       WaitAll(a, gpus);
       const double hostUs = (NowUs() - t0) / a.iters;
@@ -242,7 +244,7 @@ int main(int argc, char** argv) {
     }
   } else if (a.mode == "syncs") {
     // ITERS synchronisations of an idle stream: in live mode, one round trip each.
-    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaSetDevice(firstDevice));
     for (int i = 0; i < a.iters; ++i) CHECK_CUDA(cudaStreamSynchronize(gpus[0].stream));
     if (rank == 0) printf("syncs %d\n", a.iters);
   } else {

@@ -55,15 +55,6 @@ ClockNs(clockid_t id)
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-std::string
-ReplaceAll(std::string s, const std::string& from, const std::string& to)
-{
-    for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    {
-        s.replace(pos, from.size(), to);
-    }
-    return s;
-}
 } // namespace
 
 std::string
@@ -89,12 +80,13 @@ LiveJobSource::GetTypeId()
             .SetGroupName("Gpusim")
             .AddConstructor<LiveJobSource>()
             .AddAttribute("DevicesPerProcess",
-                          "GPUs each process drives (ranks = processes x this)",
+                          "Launch(program, processes): GPUs pinned to each process with "
+                          "CUDA_VISIBLE_DEVICES (ranks = processes x this)",
                           UintegerValue(1),
                           MakeUintegerAccessor(&LiveJobSource::m_devicesPerProcess),
                           MakeUintegerChecker<uint32_t>(1, 64))
             .AddAttribute("ProcessesPerServer",
-                          "Processes on one server (sets LOCAL_RANK / LOCAL_WORLD_SIZE)",
+                          "Launch(program, processes): processes on one server",
                           UintegerValue(8),
                           MakeUintegerAccessor(&LiveJobSource::m_processesPerServer),
                           MakeUintegerChecker<uint32_t>(1))
@@ -175,13 +167,31 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
                       const std::string& shimLibDir,
                       const std::map<std::string, std::string>& extraEnv)
 {
-    if (processes == 0 || program.empty())
+    gpusim::LaunchPlan plan;
+    plan.ranks = processes * m_devicesPerProcess;
+    plan.gpusPerServer = m_processesPerServer * m_devicesPerProcess;
+    plan.devicesPerProcess = m_devicesPerProcess;
+    Launch(program, plan, shimLibDir, extraEnv);
+}
+
+void
+LiveJobSource::Launch(const std::vector<std::string>& program,
+                      const gpusim::LaunchPlan& plan,
+                      const std::string& shimLibDir,
+                      const std::map<std::string, std::string>& extraEnv)
+{
+    if (program.empty())
     {
         throw std::runtime_error("live run: nothing to run");
     }
-    const uint32_t nranks = processes * m_devicesPerProcess;
+    plan.Validate();
+    m_plan = plan;
+    const std::vector<gpusim::LaunchPlan::Process> procs = plan.Processes();
+    const uint32_t nranks = plan.ranks;
     m_store.assign(nranks, {});
     m_feeds.assign(nranks, {});
+    m_rankOwner.assign(nranks, -1);
+    m_rankReleased.assign(nranks, false);
     for (auto& f : m_feeds)
     {
         f[0]; // every rank has a main thread from the start
@@ -218,8 +228,6 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir + "/libcudart.so.13:" +
                         shimLibDir + "/libnccl.so.2" + (pre && *pre ? ":" + std::string(pre) : "");
     env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
-    env["GPUSIM_DEVICES"] = std::to_string(m_devicesPerProcess);
-    env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
     env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";
     // One time origin for every process: simulated t = 0 is "now" on the real clocks.
     env["GPUSIM_LIVE_EPOCH_REALTIME_NS"] = std::to_string(ClockNs(CLOCK_REALTIME));
@@ -235,29 +243,25 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     }
     // Spinning briefly for answers beats the wake-up latency, but only with a core to spare:
     // on an oversubscribed machine it would take the CPU from whoever has to answer.
-    m_spin = processes + 1 <= std::thread::hardware_concurrency();
+    m_spin = procs.size() + 1 <= std::thread::hardware_concurrency();
     env["GPUSIM_LIVE_SPIN"] = m_spin ? "1" : "0";
-    const uint32_t perServer = std::min(m_processesPerServer, processes);
     m_startWall = WallSeconds();
-    for (uint32_t p = 0; p < processes; ++p)
+    for (const auto& p : procs)
     {
-        const std::string rank = std::to_string(p);
-        const std::string local = std::to_string(p % perServer);
-        const std::string world = std::to_string(processes);
-        env["RANK"] = env["GPUSIM_RANK"] = env["GPUSIM_LIVE_PROCESS"] = rank;
-        env["LOCAL_RANK"] = env["GPUSIM_LOCAL_RANK"] = local;
-        env["WORLD_SIZE"] = world;
-        env["LOCAL_WORLD_SIZE"] = std::to_string(perServer);
-        std::vector<std::string> argv;
-        for (const auto& a : program)
+        std::map<std::string, std::string> penv = env;
+        for (const auto& [k, v] : plan.Environment(p, procs.size()))
         {
-            argv.push_back(ReplaceAll(ReplaceAll(ReplaceAll(a, "{rank}", rank), "{local_rank}", local),
-                                      "{world_size}", world));
+            penv[k] = v;
         }
-        m_launcher.Spawn(argv, env);
+        penv["GPUSIM_LIVE_PROCESS"] = std::to_string(p.index);
+        ProgramProcess pp;
+        pp.launched = static_cast<int32_t>(
+            m_launcher.Spawn(gpusim::LaunchPlan::Arguments(program, p, procs.size()), penv, plan.Unset(p)));
+        pp.pid = m_launcher.Processes().at(pp.launched).pid;
+        m_processes.push_back(pp);
     }
-    NS_LOG_INFO("live run: " << processes << " processes x " << m_devicesPerProcess
-                             << " devices, socket " << m_socketPath);
+    NS_LOG_INFO("live run: " << procs.size() << " processes, " << nranks << " GPUs, socket "
+                             << m_socketPath);
 }
 
 uint32_t
@@ -289,27 +293,133 @@ LiveJobSource::ThreadEnded(uint32_t rank, uint32_t thread) const
     {
         return false;
     }
-    // Not seen yet: it ends when its process has exited and everything it sent is read.
-    const uint32_t proc = rank / m_devicesPerProcess;
-    if (!m_launcher.Processes().at(proc).done)
+    // Not seen yet. A rank's first thread is the first that used its GPU, so the rank has no
+    // owner: it ends when it was given up, or when no process can still claim it (all have
+    // exited and everything they sent is read).
+    if (m_rankReleased.at(rank))
     {
-        return false;
+        return true;
     }
-    for (const auto& [id, c] : m_conns)
+    for (const auto& p : m_launcher.Processes())
     {
-        if (c.process == static_cast<int32_t>(proc) || c.process < 0)
+        if (!p.done)
         {
             return false;
         }
     }
-    return true;
+    return m_conns.empty();
+}
+
+std::string
+LiveJobSource::DescribeProcess(int32_t process) const
+{
+    if (process < 0 || static_cast<size_t>(process) >= m_processes.size())
+    {
+        return "an unknown process";
+    }
+    const ProgramProcess& p = m_processes[process];
+    if (p.launched >= 0)
+    {
+        return "process " + std::to_string(p.launched) + " (pid " + std::to_string(p.pid) + ")";
+    }
+    return "process pid " + std::to_string(p.pid);
 }
 
 std::string
 LiveJobSource::Describe(uint32_t rank, uint32_t thread) const
 {
-    return "rank " + std::to_string(rank) + " (process " +
-           std::to_string(rank / m_devicesPerProcess) + ") thread " + std::to_string(thread);
+    const int32_t owner = m_rankOwner.at(rank);
+    return "rank " + std::to_string(rank) + " (" +
+           (owner >= 0 ? DescribeProcess(owner) : std::string("no process has used its GPU")) +
+           ") thread " + std::to_string(thread);
+}
+
+int32_t
+LiveJobSource::ProcessOf(int32_t pid)
+{
+    for (size_t i = 0; i < m_processes.size(); ++i)
+    {
+        if (m_processes[i].pid == pid)
+        {
+            return static_cast<int32_t>(i);
+        }
+    }
+    // Started by one of ours (mpirun's ranks, a wrapper script's program): find which, by the
+    // parent chain, so that one counts as a launcher rather than a process yet to call CUDA.
+    ProgramProcess p;
+    p.pid = pid;
+    for (int32_t up = pid, hops = 0; up > 1 && hops < 16; ++hops)
+    {
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%d/stat", up);
+        FILE* f = std::fopen(path, "r");
+        if (!f)
+        {
+            break;
+        }
+        char buf[512];
+        const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[n] = '\0';
+        const char* close = std::strrchr(buf, ')');
+        int parent = 0;
+        if (!close || std::sscanf(close + 2, "%*c %d", &parent) != 1)
+        {
+            break;
+        }
+        for (auto& q : m_processes)
+        {
+            if (q.launched >= 0 && q.pid == parent)
+            {
+                q.launcher = true;
+                up = 0;
+                break;
+            }
+        }
+        up = up == 0 ? 0 : parent;
+    }
+    m_processes.push_back(p);
+    return static_cast<int32_t>(m_processes.size() - 1);
+}
+
+bool
+LiveJobSource::SomeProcessUnseen() const
+{
+    for (const auto& p : m_processes)
+    {
+        if (p.launched >= 0 && p.connections == 0 && !p.launcher &&
+            !m_launcher.Processes().at(p.launched).done)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+LiveJobSource::ReleaseUnclaimedRanks()
+{
+    std::string released;
+    uint32_t count = 0;
+    for (uint32_t r = 0; r < m_rankOwner.size(); ++r)
+    {
+        if (m_rankOwner[r] < 0 && !m_rankReleased[r])
+        {
+            m_rankReleased[r] = true;
+            released += (count++ ? "," : "") + std::to_string(r);
+        }
+    }
+    if (count > 0)
+    {
+        std::fprintf(stderr,
+                     "gpusim run: warning: the program waits while %u GPU%s of the job were never "
+                     "used (rank%s %s); going on without them (run with as many GPUs as the "
+                     "program uses)\n",
+                     count, count == 1 ? "" : "s", count == 1 ? "" : "s", released.c_str());
+        m_dirty = true;
+        WakeParked();
+    }
+    return count > 0;
 }
 
 OpFeed::State
@@ -406,20 +516,23 @@ LiveJobSource::BoundExcept(int32_t except) const
             }
             continue;
         }
-        // Not seen yet: any running thread of its process may issue its first op.
-        const int32_t proc = static_cast<int32_t>(rank / m_devicesPerProcess);
-        bool connected = false;
+        // Not seen yet: the rank has no owner, and any running program thread may be the
+        // first to use its GPU; so may a process that has not called CUDA yet (from any time).
+        if (m_rankReleased[rank])
+        {
+            continue;
+        }
+        if (SomeProcessUnseen())
+        {
+            bound = 0;
+            continue;
+        }
         for (const auto& [id, c] : m_conns)
         {
-            if (c.process == proc || c.process < 0)
+            if (c.process >= 0)
             {
-                connected = true;
                 boundBy(c);
             }
-        }
-        if (!connected)
-        {
-            bound = 0; // the process has not called CUDA yet: it could still do anything
         }
     }
     return bound;
@@ -496,23 +609,10 @@ LiveJobSource::LiftBlockedThreads()
 bool
 LiveJobSource::Deadlocked()
 {
-    bool allWaiting = true;
+    bool allWaiting = !SomeProcessUnseen();
     for (const auto& [id, c] : m_conns)
     {
         allWaiting = allWaiting && c.outstanding > 0 && c.process >= 0;
-    }
-    for (size_t p = 0; p < m_launcher.Processes().size() && allWaiting; ++p)
-    {
-        if (m_launcher.Processes()[p].done)
-        {
-            continue;
-        }
-        bool connected = false;
-        for (const auto& [id, c] : m_conns)
-        {
-            connected = connected || c.process == static_cast<int32_t>(p);
-        }
-        allWaiting = connected;
     }
     if (!allWaiting)
     {
@@ -523,7 +623,16 @@ LiveJobSource::Deadlocked()
     {
         m_stuckSince = WallSeconds();
     }
-    return WallSeconds() - m_stuckSince > 1.0;
+    if (WallSeconds() - m_stuckSince <= 1.0)
+    {
+        return false;
+    }
+    if (ReleaseUnclaimedRanks())
+    {
+        m_stuckSince = -1;
+        return false;
+    }
+    return true;
 }
 
 bool
@@ -880,19 +989,20 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     Connection& c = m_conns.at(id);
     ++c.lines;
     c.lifted = false; // it runs again
-    const std::string where = c.process >= 0 ? "live process " + std::to_string(c.process)
-                                             : std::string("live connection");
+    const std::string where =
+        c.process >= 0 ? "live " + DescribeProcess(c.process) : std::string("live connection");
     if (line.rfind("HELLO ", 0) == 0)
     {
         int proc = -1;
         int pid = -1;
         int tid = -1;
-        if (std::sscanf(line.c_str() + 6, "%d %d %d", &proc, &pid, &tid) < 1 || proc < 0 ||
-            static_cast<size_t>(proc) >= m_launcher.Processes().size())
+        if (c.process >= 0 || std::sscanf(line.c_str() + 6, "%d %d %d", &proc, &pid, &tid) != 3 ||
+            pid <= 0)
         {
-            throw LiveRunEnded(where + ": bad hello '" + line + "'");
+            throw LiveRunEnded(where + ": bad hello '" + line.substr(0, 80) + "'");
         }
-        c.process = proc;
+        c.process = ProcessOf(pid);
+        ++m_processes[c.process].connections;
         c.pid = pid;
         c.tid = tid;
         return;
@@ -903,15 +1013,35 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
                            ": not a gpusim live message: '" + line.substr(0, 80) + "'");
     }
     char* end = nullptr;
-    const long device = std::strtol(line.c_str() + 2, &end, 10);
-    if (end == line.c_str() + 2 || *end != ' ' || device < 0 ||
-        device >= static_cast<long>(m_devicesPerProcess))
+    const long rankL = std::strtol(line.c_str() + 2, &end, 10);
+    if (end == line.c_str() + 2 || *end != ' ' || rankL < 0 ||
+        rankL >= static_cast<long>(m_store.size()))
     {
-        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) + ": device out of range in '" +
-                           line.substr(0, 80) + "' (the process has " +
-                           std::to_string(m_devicesPerProcess) + " devices)");
+        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) + ": rank out of range in '" +
+                           line.substr(0, 80) + "' (the job has " +
+                           std::to_string(m_store.size()) + " GPUs)");
     }
-    const uint32_t rank = c.process * m_devicesPerProcess + static_cast<uint32_t>(device);
+    const uint32_t rank = static_cast<uint32_t>(rankL);
+    // One GPU, one process (the shim refuses a second one before it sends anything; this
+    // guards the protocol).
+    if (m_rankOwner[rank] < 0)
+    {
+        if (m_rankReleased[rank])
+        {
+            throw LiveRunEnded(where + " used GPU " + std::to_string(rank % m_plan.gpusPerServer) +
+                               " of server " + std::to_string(m_plan.ServerOfRank(rank)) +
+                               " (rank " + std::to_string(rank) +
+                               ") after the simulation had gone on without it");
+        }
+        m_rankOwner[rank] = c.process;
+    }
+    else if (m_rankOwner[rank] != c.process)
+    {
+        throw LiveRunEnded(DescribeProcess(m_rankOwner[rank]) + " and " + DescribeProcess(c.process) +
+                           " both issue work on GPU " + std::to_string(rank % m_plan.gpusPerServer) +
+                           " of server " + std::to_string(m_plan.ServerOfRank(rank)) + " (rank " +
+                           std::to_string(rank) + "); each GPU belongs to one process");
+    }
     Op op;
     try
     {
@@ -998,6 +1128,10 @@ LiveJobSource::CloseConnection(int32_t id)
         return;
     }
     ::close(it->second.fd);
+    if (it->second.process >= 0 && m_processes[it->second.process].connections > 0)
+    {
+        --m_processes[it->second.process].connections;
+    }
     m_conns.erase(it);
 }
 
@@ -1300,7 +1434,8 @@ LiveJobSource::GetRecording() const
     }
     job.metadata["program"] = prog;
     job.metadata["processes"] = std::to_string(m_launcher.Processes().size());
-    job.metadata["devices_per_process"] = std::to_string(m_devicesPerProcess);
+    job.metadata["processes_per_server"] =
+        std::to_string(m_launcher.Processes().size() / std::max<uint32_t>(1, m_plan.Servers()));
     for (uint32_t r = 0; r < m_store.size(); ++r)
     {
         gpusim::RankTrace rt;

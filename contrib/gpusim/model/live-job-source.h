@@ -16,15 +16,17 @@
  * rolls back when an op arrives in the speculated past; see doc/live-mode.md.
  *
  * Wire protocol (Unix stream socket, one connection per program thread that calls CUDA):
- *   client: "HELLO <process> <pid> <tid>\n", then "O <device> <op json>\n" (no answer wanted) or
- *           "W <device> <op json>\n" (the thread waits for the answer);
+ *   client: "HELLO <process> <pid> <tid>\n", then "O <rank> <op json>\n" (no answer wanted) or
+ *           "W <rank> <op json>\n" (the thread waits for the answer);
  *   server: "A <seq> <time_ns> <value>\n" answers the seq-th W line of that connection (1-based);
  *           "E <seq> <message>\n" fails it (the simulation cannot answer).
- * Rank of an op = process * DevicesPerProcess + device.
+ * The rank of an op is the cluster rank of the GPU the program used (server x GPUs per server +
+ * GPU, LaunchPlan); a rank belongs to the first process that issues work on it.
  */
 #ifndef GPUSIM_LIVE_JOB_SOURCE_H
 #define GPUSIM_LIVE_JOB_SOURCE_H
 
+#include "ns3/launch-plan.h"
 #include "ns3/op-feed.h"
 #include "ns3/program-launcher.h"
 #include "ns3/traced-callback.h"
@@ -66,9 +68,16 @@ class LiveJobSource : public OpFeed
     LiveJobSource();
     ~LiveJobSource() override;
 
-    /// Starts `processes` copies of `program` (argv; "{rank}", "{local_rank}", "{world_size}"
-    /// replaced per process) on the shim in `shimLibDir`. `extraEnv` is added to each.
-    /// Throws std::runtime_error when the socket or a process cannot be created.
+    /// Starts the processes of `plan` running `program` (argv; "{rank}", "{local_rank}",
+    /// "{world_size}" replaced per process) on the shim in `shimLibDir`; `extraEnv` is added to
+    /// each. The job's ranks are plan.ranks GPUs. Throws std::runtime_error when the socket or
+    /// a process cannot be created, std::invalid_argument for a plan that is not a job.
+    void Launch(const std::vector<std::string>& program,
+                const gpusim::LaunchPlan& plan,
+                const std::string& shimLibDir,
+                const std::map<std::string, std::string>& extraEnv = {});
+    /// `processes` processes of DevicesPerProcess GPUs each (pinned with CUDA_VISIBLE_DEVICES),
+    /// ProcessesPerServer of them per server.
     void Launch(const std::vector<std::string>& program,
                 uint32_t processes,
                 const std::string& shimLibDir,
@@ -117,10 +126,18 @@ class LiveJobSource : public OpFeed
     TracedCallback<uint32_t, uint32_t, Time, int64_t> m_answered;       //!< blocking call returns
     TracedCallback<uint64_t> m_rolledBack; //!< optimistic: a speculation was undone
 
+    /// A program process that talks to the simulator, or one the simulator started.
+    struct ProgramProcess
+    {
+        int32_t pid = -1;
+        int32_t launched = -1;   //!< index in m_launcher, -1 for a process one of them started
+        bool launcher = false;   //!< it started processes that talk to us (mpirun, a script)
+        uint32_t connections = 0; //!< open connections (its threads that called CUDA)
+    };
     struct Connection
     {
         int fd = -1;
-        int32_t process = -1;      //!< from HELLO
+        int32_t process = -1;      //!< index in m_processes (from HELLO)
         std::string in;            //!< bytes not yet parsed
         uint64_t lines = 0;        //!< lines read (for error positions)
         uint64_t waitSeq = 0;      //!< W lines received
@@ -228,7 +245,21 @@ class LiveJobSource : public OpFeed
     void FailWaitingCalls(const std::string& why);
     void CheckDeadline() const;
     std::string Describe(uint32_t rank, uint32_t thread) const;
+    std::string DescribeProcess(int32_t process) const;
+    /// The program process with this pid (registered on first sight: a process that one of
+    /// ours started, e.g. an MPI rank, marks its launched ancestor as a launcher).
+    int32_t ProcessOf(int32_t pid);
+    /// A running launched process with no thread talking to us that has not started processes
+    /// that do (a launcher): it may still claim any GPU, from any time.
+    bool SomeProcessUnseen() const;
+    /// Nothing can move while GPUs of the job were never used: give them up (a program that
+    /// uses fewer GPUs than the job has). True if any was released.
+    bool ReleaseUnclaimedRanks();
 
+    gpusim::LaunchPlan m_plan;
+    std::vector<ProgramProcess> m_processes;
+    std::vector<int32_t> m_rankOwner; //!< process that issued work on each rank (-1: none yet)
+    std::vector<bool> m_rankReleased; //!< never used, given up
     uint32_t m_devicesPerProcess = 1;
     uint32_t m_processesPerServer = 8;
     double m_timeoutS = 0;

@@ -42,7 +42,8 @@ ProgramLauncher::~ProgramLauncher()
 
 size_t
 ProgramLauncher::Spawn(const std::vector<std::string>& program,
-                       const std::map<std::string, std::string>& env)
+                       const std::map<std::string, std::string>& env,
+                       const std::vector<std::string>& unset)
 {
     if (program.empty())
     {
@@ -72,6 +73,10 @@ ProgramLauncher::Spawn(const std::vector<std::string>& program,
         {
             ::dup2(devnull, STDIN_FILENO);
             ::close(devnull);
+        }
+        for (const auto& k : unset)
+        {
+            ::unsetenv(k.c_str());
         }
         for (const auto& [k, v] : env)
         {

@@ -32,8 +32,11 @@ class ProgramLauncher
     /// Stops whatever still runs.
     ~ProgramLauncher();
 
-    /// Starts argv[0] (searched in PATH) with `env` added to ours. Throws std::runtime_error.
-    size_t Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+    /// Starts argv[0] (searched in PATH) with `env` added to ours and the variables in `unset`
+    /// removed. Throws std::runtime_error.
+    size_t Spawn(const std::vector<std::string>& argv,
+                 const std::map<std::string, std::string>& env,
+                 const std::vector<std::string>& unset = {});
     /// Reaps what has exited; true when every process is done.
     bool Reap();
     void SignalAll(int sig);

@@ -232,8 +232,8 @@ TEST(RecordSimulate, OneDeadRankStopsTheOthersInsteadOfHanging)
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("rank 1 of 3"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("other ranks were stopped"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("process 1 of 3"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("other processes were stopped"), std::string::npos) << r.err;
     EXPECT_LT(secs, 20);
 
     t0 = std::chrono::steady_clock::now();
@@ -557,10 +557,10 @@ TEST(RecordSimulate, OneProcessDrivingFourGpusGivesFourIdenticalPrograms)
         GTEST_SKIP() << "shim libraries or shim_train not built (GPUSIM_BUILD_SHIM=OFF?)";
     }
     const std::string dir = TempDir() + "/trace";
-    CliResult rec = Cli({"record", "--out", dir, "--timeout", "120", "--", kTrain, "--iters", "2",
-                         "--devices", "4"});
+    CliResult rec = Cli({"record", "--gpus", "4", "--nproc-per-node", "1", "--out", dir, "--timeout",
+                         "120", "--", kTrain, "--iters", "2", "--devices", "4"});
     ASSERT_EQ(rec.code, 0) << rec.err;
-    EXPECT_NE(rec.out.find("as 1 process on h100-sxm (preset dgx-h100), 4 ranks"),
+    EXPECT_NE(rec.out.find("as 1 process on 4 h100-sxm GPUs (preset dgx-h100), 4 ranks"),
               std::string::npos)
         << rec.out;
     JobTrace job = ReadJobTrace(dir);
@@ -640,7 +640,9 @@ TEST(RecordSimulateNvcc, PollingLoopQueriesWaitForTheCollective)
     const std::string exe = CompileCuda("nccl_tests_style");
     ASSERT_FALSE(exe.empty());
     const std::string dir = TempDir() + "/trace";
-    CliResult rec = Cli({"record", "--out", dir, "--timeout", "120", "--", exe});
+    // One process driving both GPUs of the job.
+    CliResult rec = Cli({"record", "--gpus", "2", "--nproc-per-node", "1", "--out", dir, "--timeout",
+                         "120", "--", exe});
     ASSERT_EQ(rec.code, 0) << rec.err;
     JobTrace job = ReadJobTrace(dir);
     ASSERT_EQ(job.ranks.size(), 2u);

@@ -154,6 +154,36 @@ Options::Positional() const
     return m_positional;
 }
 
+const std::set<std::string> kLaunchOptions = {"nproc-per-node", "devices-per-process"};
+
+LaunchPlan
+LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer)
+{
+    if (o.Has("nproc-per-node") && o.Has("devices-per-process"))
+    {
+        throw UsageError("give --nproc-per-node or --devices-per-process, not both");
+    }
+    LaunchPlan plan;
+    plan.ranks = gpus;
+    plan.gpusPerServer = gpusPerServer;
+    plan.processesPerServer = o.Count("nproc-per-node", 0);
+    plan.devicesPerProcess = o.Count("devices-per-process", 0);
+    if ((o.Has("nproc-per-node") && plan.processesPerServer == 0) ||
+        (o.Has("devices-per-process") && (plan.devicesPerProcess == 0 || plan.devicesPerProcess > 64)))
+    {
+        throw UsageError("--nproc-per-node and --devices-per-process must be positive (at most 64 devices)");
+    }
+    try
+    {
+        plan.Validate();
+    }
+    catch (const std::invalid_argument& e)
+    {
+        throw UsageError(std::string("--gpus ") + std::to_string(gpus) + ": " + e.what());
+    }
+    return plan;
+}
+
 const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
                                                "fabric", "oversubscription", "gpu"};

@@ -7,6 +7,7 @@
 #define GPUSIM_CLI_OPTIONS_H
 
 #include "ns3/cluster-spec.h"
+#include "ns3/launch-plan.h"
 
 #include <cstdint>
 #include <map>
@@ -70,6 +71,14 @@ extern const std::set<std::string> kClusterOptions;
 /// Builds the cluster spec from --preset / --cluster and the per-field overrides; with no
 /// --servers, enough servers for minGpus GPUs.
 ClusterSpec SpecFromOptions(const Options& o, uint32_t minGpus);
+
+/// Options that LaunchPlanFromOptions() reads (how `run` and `record` start the processes).
+extern const std::set<std::string> kLaunchOptions;
+
+/// The processes of a job on `gpus` GPUs of servers with `gpusPerServer` GPUs each, from
+/// --nproc-per-node P (default one per GPU) or --devices-per-process D (D GPUs pinned to each
+/// process). Throws UsageError naming what is wrong.
+LaunchPlan LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer);
 
 /// One line describing a cluster ("4 servers x 8 GPUs (H100), ...").
 std::string DescribeCluster(const ClusterSpec& s);

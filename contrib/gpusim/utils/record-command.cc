@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -52,14 +53,20 @@ PrintRecordUsage(std::ostream& os)
           "  --preset NAME    cluster preset whose GPU the shim emulates (dgx-h100, dgx-a100);\n"
           "                   default dgx-h100\n"
           "  --gpu MODEL      GPU model instead of the preset's (h100-sxm, a100-sxm, ...)\n"
-          "  --gpus N         ranks to run, one process each (default 1)\n"
+          "  --gpus N         GPUs of the job (default 1); one process per GPU unless:\n"
+          "  --nproc-per-node P  processes per server (e.g. 1 for a program that drives every\n"
+          "                   GPU of its server); each process sees its server's GPUs\n"
+          "  --devices-per-process D  pin D GPUs to each process (CUDA_VISIBLE_DEVICES)\n"
           "  --out DIR        trace directory (default ./gpusim-trace); replaced on success\n"
           "  --timeout S      kill the program after S seconds (default: no limit)\n"
           "  --kernel-table-template FILE\n"
           "                   also write a kernel table to fill in on a real GPU (one entry per\n"
           "                   distinct kernel, roofline estimates; see doc/record-simulate.md)\n"
           "Runs PROGRAM on the gpusim shim (no GPU needed) and writes manifest.json +\n"
-          "rank-R.jsonl to DIR. Exit: 0 recorded, 1 usage, 2 program failed, 3 timed out.\n";
+          "rank-R.jsonl to DIR. Processes are placed as 'gpusim run' places them: '{rank}',\n"
+          "'{local_rank}', '{world_size}' in ARGS are replaced per process, RANK, LOCAL_RANK,\n"
+          "WORLD_SIZE, LOCAL_WORLD_SIZE are set, and the GPU a process selects decides its rank.\n"
+          "Exit: 0 recorded, 1 usage, 2 program failed, 3 timed out.\n";
 }
 
 bool
@@ -179,6 +186,7 @@ PublishTrace(const std::string& staging, const std::string& dir)
 struct RecordSettings
 {
     uint32_t gpus = 1;
+    LaunchPlan plan;
     double timeout = 0;
     std::string preset;
     ClusterSpec spec;
@@ -236,6 +244,7 @@ ParseRecordSettings(const Options& o)
     }
     RecordSettings set;
     set.gpus = gpus;
+    set.plan = LaunchPlanFromOptions(o, gpus, std::max<uint32_t>(1, spec.gpusPerServer));
     set.timeout = timeout;
     set.preset = preset;
     set.spec = spec;
@@ -251,12 +260,10 @@ std::map<std::string, std::string>
 RecordEnvironment(const std::string& libdir,
                   const std::string& staging,
                   const std::string& gpuModel,
-                  uint32_t gpus,
                   double timeout)
 {
     std::map<std::string, std::string> env;
     env["GPUSIM_RECORD_DIR"] = staging;
-    env["GPUSIM_WORLD_SIZE"] = std::to_string(gpus);
     env["GPUSIM_UNIQUE_ID_FILE"] = staging + "/.nccl-unique-id";
     env["GPUSIM_GPU"] = gpuModel;
     const char* ld = std::getenv("LD_LIBRARY_PATH");
@@ -287,18 +294,22 @@ struct RanksOutcome
 /// the others (they could wait forever for it).
 RanksOutcome
 RunRanks(const std::vector<std::string>& program,
-         std::map<std::string, std::string> env,
-         uint32_t gpus,
-         uint32_t perServer,
+         const std::map<std::string, std::string>& env,
+         const LaunchPlan& plan,
          double timeout)
 {
     ProgramLauncher procs;
     const auto start = std::chrono::steady_clock::now();
-    for (uint32_t r = 0; r < gpus; ++r)
+    const auto placed = plan.Processes();
+    for (const auto& p : placed)
     {
-        env["GPUSIM_RANK"] = std::to_string(r);
-        env["GPUSIM_LOCAL_RANK"] = std::to_string(r % perServer);
-        procs.Spawn(program, env); // on failure, the launcher stops the ranks started
+        std::map<std::string, std::string> penv = env;
+        for (const auto& [k, v] : plan.Environment(p, placed.size()))
+        {
+            penv[k] = v;
+        }
+        // on failure, the launcher stops the processes started
+        procs.Spawn(LaunchPlan::Arguments(program, p, placed.size()), penv, plan.Unset(p));
     }
     auto failed = [&procs]() {
         for (size_t r = 0; r < procs.Processes().size(); ++r)
@@ -507,8 +518,9 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::string staging;
     try
     {
-        Options o(args, {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"},
-                  {"help"}, true);
+        std::set<std::string> valued = {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"};
+        valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
+        Options o(args, valued, {"help"}, true);
         if (o.Has("help"))
         {
             PrintRecordUsage(out);
@@ -523,7 +535,6 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         const uint32_t gpus = set.gpus;
         const double timeout = set.timeout;
         const std::string& preset = set.preset;
-        const ClusterSpec& spec = set.spec;
         const std::string& gpuModel = set.gpuModel;
         const GpuSpec& gpuSpec = set.gpuSpec;
         std::map<std::string, std::string> opts = set.opts;
@@ -551,10 +562,10 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             throw std::runtime_error("cannot create " + staging + ": " + std::strerror(errno));
         }
 
-        std::map<std::string, std::string> env = RecordEnvironment(libdir, staging, gpuModel, gpus, timeout);
+        std::map<std::string, std::string> env = RecordEnvironment(libdir, staging, gpuModel, timeout);
         InterruptGuard interrupts;
         const auto start = std::chrono::steady_clock::now();
-        RanksOutcome ranks = RunRanks(program, env, gpus, std::max<uint32_t>(1, spec.gpusPerServer), timeout);
+        RanksOutcome ranks = RunRanks(program, env, set.plan, timeout);
         if (ranks.signal)
         {
             err << "gpusim record: interrupted (signal " << ranks.signal
@@ -574,9 +585,11 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
         if (failedRank >= 0)
         {
-            err << "gpusim record: error: rank " << failedRank << " of " << gpus << " (" << prog
-                << ") " << ProgramLauncher::DescribeStatus(ranks.failedStatus)
-                << (gpus > 1 ? "; the other ranks were stopped" : "") << ", no trace written\n";
+            const size_t processes = set.plan.Processes().size();
+            err << "gpusim record: error: process " << failedRank << " of " << processes << " ("
+                << prog << ") " << ProgramLauncher::DescribeStatus(ranks.failedStatus)
+                << (processes > 1 ? "; the other processes were stopped" : "")
+                << ", no trace written\n";
             RemoveTree(staging);
             return 2;
         }
@@ -612,8 +625,10 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         // Summary.
         const double wall =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        out << "# gpusim record: " << prog << " as " << gpus << " process"
-            << (gpus == 1 ? "" : "es") << " on " << gpuModel << " (preset " << preset << "), "
+        const size_t processes = set.plan.Processes().size();
+        out << "# gpusim record: " << prog << " as " << processes << " process"
+            << (processes == 1 ? "" : "es") << " on " << gpus << " " << gpuModel << " GPU"
+            << (gpus == 1 ? "" : "s") << " (preset " << preset << "), "
             << job.ranks.size() << " rank" << (job.ranks.size() == 1 ? "" : "s") << " recorded in "
             << std::fixed;
         out.precision(2);

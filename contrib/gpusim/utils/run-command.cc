@@ -36,17 +36,20 @@ void
 PrintRunUsage(std::ostream& os)
 {
     os << "usage: gpusim run [--preset NAME | --cluster FILE] [cluster and NCCL options as for\n"
-          "       'collective'] [--gpus N] [--devices-per-process D] [--out DIR]\n"
+          "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D] [--out DIR]\n"
           "       [--sync conservative] [--host-time measured|fixed:US] [--timeout S]\n"
           "       [--cost-model recorded|roofline] [--kernel-table FILE] [--scale-kernels RE=F]\n"
           "       [--json FILE] [--trace FILE] -- PROGRAM [ARGS...]\n"
           "\n"
-          "Runs N/D processes of PROGRAM on the gpusim shim, each driving D GPUs of the simulated\n"
-          "cluster (default: every GPU of the cluster, one per process). Its synchronising calls\n"
-          "return at simulated time and its clocks read simulated time. '{rank}', '{local_rank}'\n"
-          "and '{world_size}' in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE and\n"
-          "LOCAL_WORLD_SIZE are set as launchers do. --out DIR keeps the run's trace: 'gpusim\n"
-          "simulate DIR' with the same options reproduces the run's metrics exactly.\n"
+          "Runs PROGRAM on the gpusim shim as the processes of a job on N GPUs of the simulated\n"
+          "cluster (default: all of them), P per server (--nproc-per-node, default one per GPU).\n"
+          "Each process sees the GPUs of its server, like on a real node; the GPU it selects\n"
+          "(cudaSetDevice) decides its rank. --devices-per-process D instead pins D GPUs to each\n"
+          "process with CUDA_VISIBLE_DEVICES. Synchronising calls return at simulated time and\n"
+          "the program's clocks read simulated time. '{rank}', '{local_rank}' and '{world_size}'\n"
+          "in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
+          "MASTER_ADDR and MASTER_PORT are set as torchrun sets them. --out DIR keeps the run's\n"
+          "trace: 'gpusim simulate DIR' with the same options reproduces the run's metrics exactly.\n"
           "Exit: the program's status (first failing process), 3 if the simulation could not\n"
           "complete (stuck, timeout), 1 usage, 2 bad input, 128+signal when interrupted.\n";
 }
@@ -70,7 +73,9 @@ ValidHostTime(const std::string& s)
 /// Names every process that failed; returns the first one's status (rank order) as an exit
 /// code (128 + signal for a signal), 0 if none failed.
 int
-ReportProcesses(const LiveJobSource& live, uint32_t perProcess, std::ostream& err)
+ReportProcesses(const LiveJobSource& live,
+                const std::vector<LaunchPlan::Process>& plan,
+                std::ostream& err)
 {
     int exitCode = 0;
     for (size_t p = 0; p < live.GetProcesses().size(); ++p)
@@ -80,9 +85,12 @@ ReportProcesses(const LiveJobSource& live, uint32_t perProcess, std::ostream& er
         {
             continue;
         }
-        err << "gpusim run: process " << p << " (ranks " << p * perProcess << ".."
-            << (p + 1) * perProcess - 1 << ") " << ProgramLauncher::DescribeStatus(proc.status)
-            << "\n";
+        err << "gpusim run: process " << p;
+        if (p < plan.size())
+        {
+            err << " (server " << plan[p].server << ", local rank " << plan[p].localRank << ")";
+        }
+        err << " " << ProgramLauncher::DescribeStatus(proc.status) << "\n";
         if (exitCode == 0)
         {
             exitCode =
@@ -99,27 +107,28 @@ SimulateLive(const Options& o,
              GpuWorkloadHelper& helper,
              NodeContainer& nodes,
              const ClusterSpec& spec,
-             uint32_t gpus,
-             uint32_t perProcess,
+             const LaunchPlan& plan,
              std::chrono::steady_clock::time_point wall0,
              std::ostream& err)
 {
-    const uint32_t processes = gpus / perProcess;
+    const auto processes = plan.Processes();
     Ptr<GpuWorkload> w = helper.InstallFeed(live, nodes);
     const bool ended = live->Run();
     const double wallS =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     RunReport rep = w->Check();
 
-    const int exitCode = ReportProcesses(*live, perProcess, err);
+    const int exitCode = ReportProcesses(*live, processes, err);
     if (o.Has("out"))
     {
         WriteJobTrace(live->GetRecording(), o.Get("out", ""));
         WriteFileAtomically(o.Get("out", "") + "/live-stats.json",
                             live->GetStats().ToJson() + "\n");
     }
-    err << "# gpusim run: " << gpus << " ranks (" << processes << " processes x "
-        << perProcess << " GPUs) on " << DescribeCluster(spec) << "\n";
+    err << "# gpusim run: " << plan.ranks << " ranks (" << processes.size() << " process"
+        << (processes.size() == 1 ? "" : "es") << ", " << processes.front().localSize
+        << " per server" << (plan.devicesPerProcess ? ", " + std::to_string(plan.devicesPerProcess) + " GPUs pinned to each" : std::string())
+        << ") on " << DescribeCluster(spec) << "\n";
     PrintIterations(err, *w);
     char summary[256];
     std::snprintf(summary, sizeof(summary),
@@ -155,10 +164,11 @@ SimulateLive(const Options& o,
 int
 RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"gpus", "devices-per-process", "out", "sync", "host-time",
+    std::set<std::string> valued = {"gpus", "out", "sync", "host-time",
                                      "timeout", "json", "trace", "cost-model", "kernel-table",
                                      "scale-kernels"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
@@ -191,16 +201,12 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         }
         ClusterSpec spec = SpecFromOptions(o, o.Count("gpus", 1));
         const uint32_t gpus = o.Count("gpus", spec.TotalGpus());
-        const uint32_t perProcess = o.Count("devices-per-process", 1);
-        if (gpus == 0 || perProcess == 0 || perProcess > 64 || gpus % perProcess != 0)
-        {
-            throw UsageError("--gpus must be a positive multiple of --devices-per-process (1..64)");
-        }
         if (gpus > spec.TotalGpus())
         {
             throw UsageError("--gpus " + std::to_string(gpus) + " but the cluster has " +
                              std::to_string(spec.TotalGpus()) + " GPUs");
         }
+        const LaunchPlan plan = LaunchPlanFromOptions(o, gpus, spec.gpusPerServer);
         GpuSpec gpuSpec;
         if (!LookupGpuSpec(spec.gpuModel, gpuSpec))
         {
@@ -224,11 +230,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         ConfigureNccl(o, helper);
         ConfigureWorkload(o, helper);
 
-        const uint32_t processes = gpus / perProcess;
         Ptr<LiveJobSource> live = CreateObject<LiveJobSource>();
-        live->SetAttribute("DevicesPerProcess", UintegerValue(perProcess));
-        live->SetAttribute("ProcessesPerServer",
-                           UintegerValue(std::max<uint32_t>(1, spec.gpusPerServer / perProcess)));
         live->SetAttribute("TimeoutS", DoubleValue(timeout));
         live->SetAttribute("Optimistic", BooleanValue(optimistic));
         std::map<std::string, std::string> env;
@@ -236,7 +238,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         env["GPUSIM_HOST_TIME"] = hostTime;
         const auto wall0 = std::chrono::steady_clock::now();
         InterruptGuard interrupts; // Ctrl-C stops the programs too (own process groups)
-        live->Launch(program, processes, libdir, env);
+        live->Launch(program, plan, libdir, env);
         int code;
         if (optimistic)
         {
@@ -247,7 +249,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
                 return code;
             }
         }
-        code = SimulateLive(o, live, helper, nodes, spec, gpus, perProcess, wall0, err);
+        code = SimulateLive(o, live, helper, nodes, spec, plan, wall0, err);
         if (optimistic)
         {
             live->ReportResult(code);

@@ -1,0 +1,156 @@
+#include "ns3/launch-plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+std::string
+ReplaceAll(std::string s, const std::string& from, const std::string& to)
+{
+    for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    {
+        s.replace(pos, from.size(), to);
+    }
+    return s;
+}
+
+/// A fixed port for torchrun-style rendezvous (env://): the job's processes share this machine.
+constexpr int kMasterPort = 29500;
+} // namespace
+
+void
+LaunchPlan::Validate() const
+{
+    if (ranks == 0 || gpusPerServer == 0)
+    {
+        throw std::invalid_argument("a job needs at least one GPU");
+    }
+    if (devicesPerProcess > 0)
+    {
+        for (uint32_t s = 0; s < Servers(); ++s)
+        {
+            if (GpusOnServer(s) % devicesPerProcess != 0)
+            {
+                throw std::invalid_argument(
+                    std::to_string(GpusOnServer(s)) + " GPUs on server " + std::to_string(s) +
+                    " cannot be split into processes of " + std::to_string(devicesPerProcess) +
+                    " GPUs each");
+            }
+        }
+        if (processesPerServer > 0 && processesPerServer * devicesPerProcess != std::min(ranks, gpusPerServer))
+        {
+            throw std::invalid_argument(std::to_string(processesPerServer) + " processes of " +
+                                        std::to_string(devicesPerProcess) +
+                                        " GPUs each do not make the " +
+                                        std::to_string(std::min(ranks, gpusPerServer)) +
+                                        " GPUs of a server");
+        }
+    }
+}
+
+uint32_t
+LaunchPlan::Servers() const
+{
+    return (ranks + gpusPerServer - 1) / gpusPerServer;
+}
+
+uint32_t
+LaunchPlan::GpusOnServer(uint32_t server) const
+{
+    const uint32_t first = server * gpusPerServer;
+    return first >= ranks ? 0 : std::min(gpusPerServer, ranks - first);
+}
+
+uint32_t
+LaunchPlan::ServerOfRank(uint32_t rank) const
+{
+    return rank / gpusPerServer;
+}
+
+std::vector<LaunchPlan::Process>
+LaunchPlan::Processes() const
+{
+    std::vector<Process> out;
+    for (uint32_t s = 0; s < Servers(); ++s)
+    {
+        const uint32_t gpus = GpusOnServer(s);
+        uint32_t count = devicesPerProcess > 0 ? gpus / devicesPerProcess
+                         : processesPerServer > 0 ? std::min(processesPerServer, gpus)
+                                                  : gpus;
+        for (uint32_t l = 0; l < count; ++l)
+        {
+            Process p;
+            p.index = static_cast<uint32_t>(out.size());
+            p.server = s;
+            p.localRank = l;
+            p.localSize = count;
+            p.devices = gpus;
+            if (devicesPerProcess > 0)
+            {
+                p.devices = devicesPerProcess;
+                for (uint32_t d = 0; d < devicesPerProcess; ++d)
+                {
+                    p.visible += (d ? "," : "") + std::to_string(l * devicesPerProcess + d);
+                }
+            }
+            out.push_back(p);
+        }
+    }
+    return out;
+}
+
+std::map<std::string, std::string>
+LaunchPlan::Environment(const Process& p, uint32_t processes) const
+{
+    std::map<std::string, std::string> env;
+    env["RANK"] = env["GPUSIM_RANK"] = std::to_string(p.index);
+    env["LOCAL_RANK"] = env["GPUSIM_LOCAL_RANK"] = std::to_string(p.localRank);
+    env["WORLD_SIZE"] = env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(p.localSize);
+    env["MASTER_ADDR"] = "127.0.0.1";
+    env["MASTER_PORT"] = std::to_string(kMasterPort);
+    env["GPUSIM_SERVER"] = std::to_string(p.server);
+    env["GPUSIM_SERVERS"] = std::to_string(Servers());
+    env["GPUSIM_GPUS_PER_SERVER"] = std::to_string(gpusPerServer);
+    // The node's GPUs (CUDA_VISIBLE_DEVICES narrows them to the pinned ones).
+    env["GPUSIM_DEVICES"] = std::to_string(GpusOnServer(p.server));
+    if (!p.visible.empty())
+    {
+        env["CUDA_VISIBLE_DEVICES"] = p.visible;
+    }
+    return env;
+}
+
+std::vector<std::string>
+LaunchPlan::Unset(const Process& p) const
+{
+    if (p.visible.empty())
+    {
+        return {"CUDA_VISIBLE_DEVICES"};
+    }
+    return {};
+}
+
+std::vector<std::string>
+LaunchPlan::Arguments(const std::vector<std::string>& program, const Process& p, uint32_t processes)
+{
+    std::vector<std::string> argv;
+    for (const auto& a : program)
+    {
+        argv.push_back(ReplaceAll(ReplaceAll(ReplaceAll(a, "{rank}", std::to_string(p.index)),
+                                             "{local_rank}",
+                                             std::to_string(p.localRank)),
+                                  "{world_size}",
+                                  std::to_string(processes)));
+    }
+    return argv;
+}
+
+} // namespace gpusim
+} // namespace ns3
