@@ -55,6 +55,7 @@ cublasStatus_t Gemm(cublasHandle_t h, const char* name, cublasOperation_t ta, cu
 extern "C" {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  GPUSIM_API(Call);
   if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
   int dev = 0;
   cudaGetDevice(&dev);
@@ -66,6 +67,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
 }
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  GPUSIM_API(Call);
   std::lock_guard<std::mutex> lock(g_mu);
   if (!handle || !Handles().erase(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   delete handle;
@@ -73,6 +75,7 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
 }
 
 cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!version) return CUBLAS_STATUS_INVALID_VALUE;
   *version = 130000;
@@ -80,12 +83,14 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->stream = streamId;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* streamId) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!streamId) return CUBLAS_STATUS_INVALID_VALUE;
   *streamId = handle->stream;
@@ -93,16 +98,19 @@ cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* streamId)
 }
 
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void*, size_t) {
+  GPUSIM_API(Call);
   return Live(handle) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   handle->math = mode;
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
   *mode = handle->math;
@@ -110,6 +118,7 @@ cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
 }
 
 cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if ((unsigned)mode > CUBLAS_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;
   handle->pointerMode = mode;
@@ -117,31 +126,35 @@ cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
 }
 
 cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t* mode) {
+  GPUSIM_API(Call);
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
   *mode = handle->pointerMode;
   return CUBLAS_STATUS_SUCCESS;
 }
 
-const char* cublasGetStatusName(cublasStatus_t status) { return StatusName(status); }
+const char* cublasGetStatusName(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
 
-const char* cublasGetStatusString(cublasStatus_t status) { return cublasGetStatusName(status); }
+const char* cublasGetStatusString(cublasStatus_t status) { GPUSIM_API(Call); return cublasGetStatusName(status); }
 
 cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                               int k, const float*, const float*, int lda, const float*, int ldb, const float*, float*,
                               int ldc) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasSgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_32F);
 }
 
 cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                               int k, const double*, const double*, int lda, const double*, int ldb, const double*,
                               double*, int ldc) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasDgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_64F);
 }
 
 cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                            int k, const __half*, const __half*, int lda, const __half*, int ldb, const __half*, __half*,
                            int ldc) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasHgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_16F);
 }
 
@@ -149,6 +162,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
                             int k, const void*, const void*, cudaDataType Atype, int lda, const void*, cudaDataType,
                             int ldb, const void*, void*, cudaDataType, int ldc, cublasComputeType_t computeType,
                             cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype, computeType);
 }
 
@@ -157,6 +171,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
                                           long long int, const void*, cudaDataType, int ldb, long long int, const void*,
                                           void*, cudaDataType, int ldc, long long int, int batchCount,
                                           cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype,
               computeType);
 }
@@ -165,6 +180,7 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          int m, int n, int k, const float*, const float*, int lda, long long int,
                                          const float*, int ldb, long long int, const float*, float*, int ldc,
                                          long long int, int batchCount) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasSgemmStridedBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_32F);
 }
 
@@ -172,18 +188,21 @@ cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          int m, int n, int k, const __half*, const __half*, int lda, long long int,
                                          const __half*, int ldb, long long int, const __half*, __half*, int ldc,
                                          long long int, int batchCount) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasHgemmStridedBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F);
 }
 
 cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                   int n, int k, const float*, const float* const[], int lda, const float* const[],
                                   int ldb, const float*, float* const[], int ldc, int batchCount) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasSgemmBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_32F);
 }
 
 cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                   int n, int k, const __half*, const __half* const[], int lda, const __half* const[],
                                   int ldb, const __half*, __half* const[], int ldc, int batchCount) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasHgemmBatched", transa, transb, m, n, k, lda, ldb, ldc, batchCount, CUDA_R_16F);
 }
 
@@ -191,18 +210,21 @@ cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t tran
                                    int n, int k, const void*, const void* const[], cudaDataType Atype, int lda,
                                    const void* const[], cudaDataType, int ldb, const void*, void* const[], cudaDataType,
                                    int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype, computeType);
 }
 
 cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
                                  int64_t n, int64_t k, const float*, const float*, int64_t lda, const float*,
                                  int64_t ldb, const float*, float*, int64_t ldc) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasSgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_32F);
 }
 
 cublasStatus_t cublasHgemm_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
                               int64_t n, int64_t k, const __half*, const __half*, int64_t lda, const __half*,
                               int64_t ldb, const __half*, __half*, int64_t ldc) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasHgemm", transa, transb, m, n, k, lda, ldb, ldc, 1, CUDA_R_16F);
 }
 
@@ -210,6 +232,7 @@ cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, 
                                int64_t n, int64_t k, const void*, const void*, cudaDataType Atype, int64_t lda,
                                const void*, cudaDataType, int64_t ldb, const void*, void*, cudaDataType, int64_t ldc,
                                cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmEx", transa, transb, m, n, k, lda, ldb, ldc, 1, Atype, computeType);
 }
 
@@ -219,6 +242,7 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperat
                                              int64_t ldb, long long int, const void*, void*, cudaDataType, int64_t ldc,
                                              long long int, int64_t batchCount, cublasComputeType_t computeType,
                                              cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmStridedBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype,
               computeType);
 }
@@ -228,6 +252,7 @@ cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t t
                                       cudaDataType Atype, int64_t lda, const void* const[], cudaDataType, int64_t ldb,
                                       const void*, void* const[], cudaDataType, int64_t ldc, int64_t batchCount,
                                       cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GPUSIM_API(CublasGemm);
   return Gemm(handle, "cublasGemmBatchedEx", transa, transb, m, n, k, lda, ldb, ldc, batchCount, Atype, computeType);
 }
 

@@ -91,6 +91,7 @@ bool Take(T* field, const void* buf, size_t size) {
 extern "C" {
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
+  GPUSIM_API(Call);
   if (!lightHandle) return CUBLAS_STATUS_INVALID_VALUE;
   int dev = 0;
   cudaGetDevice(&dev);
@@ -102,19 +103,21 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
 }
 
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
+  GPUSIM_API(Call);
   std::lock_guard<std::mutex> lock(g_mu);
   if (!lightHandle || !Handles().erase(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   delete lightHandle;
   return CUBLAS_STATUS_SUCCESS;
 }
 
-size_t cublasLtGetVersion(void) { return 130000; }
+size_t cublasLtGetVersion(void) { GPUSIM_API(Call); return 130000; }
 
-const char* cublasLtGetStatusName(cublasStatus_t status) { return StatusName(status); }
-const char* cublasLtGetStatusString(cublasStatus_t status) { return StatusName(status); }
+const char* cublasLtGetStatusName(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
+const char* cublasLtGetStatusString(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
+  GPUSIM_API(Call);
   if (!matLayout) return CUBLAS_STATUS_INVALID_VALUE;
   auto* o = new cublasLtMatrixLayoutOpaque_t();
   new (o) Layout{kLayoutMagic, (int32_t)type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0};
@@ -124,6 +127,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cud
 
 cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
+  GPUSIM_API(Call);
   if (!matLayout || size < sizeof(cublasLtMatrixLayoutOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
   new (matLayout) Layout{kLayoutMagic, (int32_t)type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0};
   return CUBLAS_STATUS_SUCCESS;
@@ -131,6 +135,7 @@ cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayou
 
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr,
                                                 void* buf, size_t sizeInBytes, size_t* sizeWritten) {
+  GPUSIM_API(Call);
   Layout* l = L(matLayout);
   if (!l) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -146,6 +151,7 @@ cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
+  GPUSIM_API(Call);
   if (!L(matLayout)) return CUBLAS_STATUS_INVALID_VALUE;
   ((Layout*)matLayout)->magic = 0;
   delete matLayout;
@@ -154,6 +160,7 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
 
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr,
                                                 const void* buf, size_t sizeInBytes) {
+  GPUSIM_API(Call);
   Layout* l = L(matLayout);
   if (!l) return CUBLAS_STATUS_INVALID_VALUE;
   bool ok = true;
@@ -172,6 +179,7 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
                                         cudaDataType scaleType) {
+  GPUSIM_API(Call);
   if (!matmulDesc) return CUBLAS_STATUS_INVALID_VALUE;
   auto* o = new cublasLtMatmulDescOpaque_t();
   new (o) Desc{kDescMagic, (int32_t)computeType, (int32_t)scaleType, CUBLAS_OP_N, CUBLAS_OP_N};
@@ -181,6 +189,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublas
 
 cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size,
                                                cublasComputeType_t computeType, cudaDataType scaleType) {
+  GPUSIM_API(Call);
   if (!matmulDesc || size < sizeof(cublasLtMatmulDescOpaque_t)) return CUBLAS_STATUS_INVALID_VALUE;
   new (matmulDesc) Desc{kDescMagic, (int32_t)computeType, (int32_t)scaleType, CUBLAS_OP_N, CUBLAS_OP_N};
   return CUBLAS_STATUS_SUCCESS;
@@ -188,6 +197,7 @@ cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, 
 
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr,
                                               void* buf, size_t sizeInBytes, size_t* sizeWritten) {
+  GPUSIM_API(Call);
   Desc* d = D(matmulDesc);
   if (!d) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
@@ -200,6 +210,7 @@ cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, c
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
+  GPUSIM_API(Call);
   if (!D(matmulDesc)) return CUBLAS_STATUS_INVALID_VALUE;
   ((Desc*)matmulDesc)->magic = 0;
   delete matmulDesc;
@@ -208,6 +219,7 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
 
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr,
                                               const void* buf, size_t sizeInBytes) {
+  GPUSIM_API(Call);
   Desc* d = D(matmulDesc);
   if (!d) return CUBLAS_STATUS_INVALID_VALUE;
   bool ok = true;
@@ -222,6 +234,7 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, c
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  GPUSIM_API(Call);
   if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
   auto* o = new cublasLtMatmulPreferenceOpaque_t();
   new (o) Pref{kPrefMagic, 0};
@@ -230,6 +243,7 @@ cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) 
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  GPUSIM_API(Call);
   if (!P(pref)) return CUBLAS_STATUS_INVALID_VALUE;
   ((Pref*)pref)->magic = 0;
   delete pref;
@@ -239,6 +253,7 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) 
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
                                                     size_t sizeInBytes) {
+  GPUSIM_API(Call);
   Pref* p = P(pref);
   if (!p || !buf) return CUBLAS_STATUS_INVALID_VALUE;
   if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
@@ -252,6 +267,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
                                               cublasLtMatmulPreference_t preference, int requestedAlgoCount,
                                               cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
                                               int* returnAlgoCount) {
+  GPUSIM_API(Call);
   if (!Live(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!D(operationDesc) || !L(Adesc) || !L(Bdesc) || !L(Cdesc) || !L(Ddesc) || !P(preference))
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -272,6 +288,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
                               cublasLtMatrixLayout_t Adesc, const void*, cublasLtMatrixLayout_t Bdesc, const void*,
                               const void*, cublasLtMatrixLayout_t Cdesc, void*, cublasLtMatrixLayout_t Ddesc,
                               const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t stream) {
+  GPUSIM_API(CublasLtMatmul);
   if (!Live(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   Desc* d = D(computeDesc);
   Layout *a = L(Adesc), *b = L(Bdesc), *c = L(Cdesc), *out = L(Ddesc);

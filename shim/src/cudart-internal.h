@@ -16,6 +16,9 @@ void SetCurrentDevice(int device);
 // cudaSetDeviceFlags(cudaDeviceSyncMemops) on `device`: its synchronous copies always block the
 // host, device-to-device ones included (runtime.cc).
 bool SyncMemops(int device);
+// cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on `device`: waiting threads sleep until an
+// interrupt wakes them (a longer wake-up than spinning) (runtime.cc).
+bool BlockingSync(int device);
 // cudaDeviceReset: the device's limits go back to their defaults (runtime.cc).
 void ResetDeviceLimits(int device);
 // cudaMemcpy2D(Async), `ptsz`: the null stream means cudaStreamPerThread (memory.cc).

@@ -234,6 +234,7 @@ cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record) {
     m.allocs[(uintptr_t)p] = Alloc{bytes, mapped, device, Kind::Device, backed};
   }
   *ptr = p;
+  ChargeApi(ApiCost::MallocPerMiB, (double)bytes / (1 << 20));  // the driver maps what it hands out
   if (record && Recording()) Line(device, "malloc").U64("bytes", bytes).U64("ptr", (uintptr_t)p).Commit();
   return cudaSuccess;
 }
@@ -333,17 +334,19 @@ using namespace gpusim;
 
 extern "C" {
 
-cudaError_t cudaMalloc(void** devPtr, size_t size) { return DeviceMalloc(devPtr, size, CurrentDevice(), true); }
+cudaError_t cudaMalloc(void** devPtr, size_t size) { GPUSIM_API(Malloc); return DeviceMalloc(devPtr, size, CurrentDevice(), true); }
 
-cudaError_t cudaFree(void* devPtr) { return DeviceFree(devPtr, true); }
+cudaError_t cudaFree(void* devPtr) { GPUSIM_API(Free); return DeviceFree(devPtr, true); }
 
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
+  GPUSIM_API(Malloc);
   if (!pitch) return Ret(cudaErrorInvalidValue);
   *pitch = RoundUp(width ? width : 1, 512);  // every row starts on a 512-byte boundary
   return DeviceMalloc(devPtr, *pitch * height, CurrentDevice(), true);
 }
 
 cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation, unsigned int, cudaStream_t stream) {
+  GPUSIM_API(Call);
   StreamRef s;
   if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(M().mu);
@@ -351,24 +354,28 @@ cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocati
 }
 
 cudaError_t cudaMemAdvise(const void* devPtr, size_t count, cudaMemoryAdvise advice, cudaMemLocation) {
+  GPUSIM_API(Call);
   if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy) return Ret(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(M().mu);
   return count && FindLocked(devPtr, count, nullptr) ? cudaSuccess : Ret(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  GPUSIM_API(Call);
   StreamRef s;
   if (!ResolveStream(hStream, &s)) return Ret(cudaErrorInvalidResourceHandle);
   return DeviceMalloc(devPtr, size, s.device, true);
 }
 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  GPUSIM_API(Call);
   StreamRef s;
   if (!ResolveStream(hStream, &s)) return Ret(cudaErrorInvalidResourceHandle);
   return DeviceFree(devPtr, true);
 }
 
 cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+  GPUSIM_API(Malloc);
   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return Ret(cudaErrorInvalidValue);
   int dev = CurrentDevice();
   cudaError_t e = HostMalloc(devPtr, size, Kind::Managed, dev);
@@ -378,13 +385,15 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
 }
 
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+  GPUSIM_API(HostAlloc);
   if (flags & ~0xfu) return Ret(cudaErrorInvalidValue);
   return HostMalloc(pHost, size, Kind::Host, CurrentDevice());
 }
 
-cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+cudaError_t cudaMallocHost(void** ptr, size_t size) { GPUSIM_API(HostAlloc); return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
 
 cudaError_t cudaFreeHost(void* ptr) {
+  GPUSIM_API(Free);
   if (!ptr) return cudaSuccess;
   MemTable& m = M();
   std::lock_guard<std::mutex> lock(m.mu);
@@ -396,6 +405,7 @@ cudaError_t cudaFreeHost(void* ptr) {
 }
 
 cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int) {
+  GPUSIM_API(HostAlloc);
   if (!ptr || size == 0) return Ret(cudaErrorInvalidValue);
   MemTable& m = M();
   std::lock_guard<std::mutex> lock(m.mu);
@@ -405,6 +415,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int) {
 }
 
 cudaError_t cudaHostUnregister(void* ptr) {
+  GPUSIM_API(Call);
   MemTable& m = M();
   std::lock_guard<std::mutex> lock(m.mu);
   auto it = m.allocs.find((uintptr_t)ptr);
@@ -414,6 +425,7 @@ cudaError_t cudaHostUnregister(void* ptr) {
 }
 
 cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
+  GPUSIM_API(Call);
   if (!pDevice || flags != 0) return Ret(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(M().mu);
   const Alloc* a = FindLocked(pHost, 1, nullptr);
@@ -423,6 +435,7 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
 }
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  GPUSIM_API(Call);
   if (!free || !total) return Ret(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(M().mu);
   *total = Gpu().memBytes;
@@ -431,6 +444,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  GPUSIM_API(Call);
   if (!attributes) return Ret(cudaErrorInvalidValue);
   memset(attributes, 0, sizeof *attributes);
   std::lock_guard<std::mutex> lock(M().mu);
@@ -460,33 +474,40 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   return Copy(dst, src, count, kind, nullptr, false, false);
 }
 
 cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   return Copy(dst, src, count, kind, nullptr, false, true);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   return Copy(dst, src, count, kind, stream, true, false);
 }
 
 cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   return Copy(dst, src, count, kind, stream, true, true);
 }
 
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
+  GPUSIM_API(MemcpyAsync);
   if (!DeviceValid(dstDevice) || !DeviceValid(srcDevice)) return Ret(cudaErrorInvalidDevice);
   return Copy(dst, src, count, cudaMemcpyDefault, nullptr, false, false, srcDevice, dstDevice);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
                                 cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   if (!DeviceValid(dstDevice) || !DeviceValid(srcDevice)) return Ret(cudaErrorInvalidDevice);
   return Copy(dst, src, count, cudaMemcpyDefault, stream, true, false, srcDevice, dstDevice);
 }
 
 cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  GPUSIM_API(MemsetAsync);
   if (width > pitch) return Ret(cudaErrorInvalidPitchValue);
   StreamRef s;
   if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
@@ -504,10 +525,12 @@ cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t widt
 }
 
 cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  GPUSIM_API(MemsetAsync);
   return cudaMemset2DAsync(devPtr, pitch, value, width, height, nullptr);
 }
 
 cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
+  GPUSIM_API(Call);
   if (!pFlags) return Ret(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(M().mu);
   const Alloc* a = FindLocked(pHost, 1, nullptr);
@@ -517,6 +540,7 @@ cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
 }
 
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t, unsigned int flags) {
+  GPUSIM_API(Call);
   StreamRef s;
   if (!ResolveStream(stream, &s)) return Ret(cudaErrorInvalidResourceHandle);
   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
@@ -528,24 +552,30 @@ cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t, 
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                          cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  GPUSIM_API(MemsetAsync);
   return Set(devPtr, value, count, nullptr, false, false);
 }
 cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
+  GPUSIM_API(MemsetAsync);
   return Set(devPtr, value, count, nullptr, false, true);
 }
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  GPUSIM_API(MemsetAsync);
   return Set(devPtr, value, count, stream, true, false);
 }
 cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  GPUSIM_API(MemsetAsync);
   return Set(devPtr, value, count, stream, true, true);
 }
 

@@ -240,6 +240,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (a.peer != kNone) l.Int("peer", a.peer);
   if (a.reduces) l.Str("redop", OpName(a.op));
   if (t_group) l.U64("group", t_group);
+  if (!t_group) ChargeApi(ApiCost::NcclLaunch);  // an ungrouped call launches its kernel at once
   l.Int("stream", s.id).Commit();
   if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;
   if (DeviceUnavailable(dev)) return Fail(ncclInvalidUsage, "the GPU belongs to another process of the job");
@@ -252,18 +253,21 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
 extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
+  GPUSIM_API(Call);
   if (!version) return Fail(ncclInvalidArgument, "null version");
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  GPUSIM_API(Call);
   if (!uniqueId) return Fail(ncclInvalidArgument, "null unique id");
   if (!SharedId(uniqueId)) RandomId(uniqueId);
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
+  GPUSIM_API(Call);
   if (!comm) return Fail(ncclInvalidArgument, "null comm pointer");
   if (nranks < 1) return Fail(ncclInvalidArgument, "invalid nranks");
   if (rank < 0 || rank >= nranks) return Fail(ncclInvalidArgument, "invalid rank");
@@ -292,10 +296,12 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  GPUSIM_API(Call);
   return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  GPUSIM_API(Call);
   if (!comms || ndev < 1) return Fail(ncclInvalidArgument, "invalid arguments");
   int count = 0;
   cudaGetDeviceCount(&count);
@@ -311,6 +317,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  GPUSIM_API(Call);
   std::unique_lock<std::shared_mutex> lock(g_mu);
   if (!comm || !Comms().count(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   comm->finalized = true;
@@ -318,6 +325,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  GPUSIM_API(Call);
   if (!comm) return ncclSuccess;  // NCCL accepts a null communicator here
   std::unique_lock<std::shared_mutex> lock(g_mu);
   if (!Comms().erase(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
@@ -325,10 +333,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) { GPUSIM_API(Call); return ncclCommDestroy(comm); }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                       ncclConfig_t* config) {
+  GPUSIM_API(Call);
   // Several ids only spread NCCL's bootstrap load; the first one names the communicator.
   if (nId < 1 || !commIds) return Fail(ncclInvalidArgument, "no unique ids");
   return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
@@ -340,19 +349,23 @@ static ncclResult_t Unsupported(const char* what) {
 }
 
 ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
+  GPUSIM_API(Call);
   if (newcomm) *newcomm = nullptr;
   return Unsupported("ncclCommShrink is not supported (returns ncclInvalidUsage)");
 }
 
 ncclResult_t ncclCommRevoke(ncclComm_t, int) {
+  GPUSIM_API(Call);
   return Unsupported("ncclCommRevoke is not supported (returns ncclInvalidUsage)");
 }
 
 ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  GPUSIM_API(Call);
   return Unsupported("ncclGather is not supported: the trace format has no gather (returns ncclInvalidUsage)");
 }
 
 ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  GPUSIM_API(Call);
   return Unsupported("ncclScatter is not supported: the trace format has no scatter (returns ncclInvalidUsage)");
 }
 
@@ -371,6 +384,7 @@ GPUSIM_NCCL_STUB(ncclLLA2ACreateRequirement)
 #undef GPUSIM_NCCL_STUB
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int, int, ncclComm_t* newcomm, ncclConfig_t*) {
+  GPUSIM_API(Call);
   // The new rank and size depend on every rank's color and key: that needs the cross-process
   // exchange the shim does not have yet (live mode).
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
@@ -379,6 +393,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int, int, ncclComm_t* newcomm, ncclC
 }
 
 const char* ncclGetErrorString(ncclResult_t result) {
+  GPUSIM_API(Call);
   switch (result) {
     case ncclSuccess: return "no error";
     case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
@@ -392,9 +407,10 @@ const char* ncclGetErrorString(ncclResult_t result) {
   }
 }
 
-const char* ncclGetLastError(ncclComm_t) { return t_lastError; }
+const char* ncclGetLastError(ncclComm_t) { GPUSIM_API(Call); return t_lastError; }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  GPUSIM_API(Call);
   if (!asyncError) return Fail(ncclInvalidArgument, "null result pointer");
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   *asyncError = ncclSuccess;
@@ -402,6 +418,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  GPUSIM_API(Call);
   if (!count) return Fail(ncclInvalidArgument, "null count");
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   *count = comm->nranks;
@@ -409,6 +426,7 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
 }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  GPUSIM_API(Call);
   if (!device) return Fail(ncclInvalidArgument, "null device");
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   *device = comm->device;
@@ -416,6 +434,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  GPUSIM_API(Call);
   if (!rank) return Fail(ncclInvalidArgument, "null rank");
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   *rank = comm->rank;
@@ -423,6 +442,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** handle) {
+  GPUSIM_API(Call);
   if (!Live(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   if (!handle) return Fail(ncclInvalidArgument, "null handle");
   *handle = buff;
@@ -430,10 +450,12 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** 
 }
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void*) {
+  GPUSIM_API(Call);
   return Live(comm) ? ncclSuccess : Fail(ncclInvalidArgument, "invalid communicator");
 }
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  GPUSIM_API(Malloc);
   if (!ptr) return Fail(ncclInvalidArgument, "null pointer");
   int dev;
   cudaGetDevice(&dev);
@@ -442,11 +464,13 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
 }
 
 ncclResult_t ncclMemFree(void* ptr) {
+  GPUSIM_API(Free);
   return DeviceFree(ptr, true) == cudaSuccess ? ncclSuccess : Fail(ncclInvalidArgument, "not an NCCL allocation");
 }
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
+  GPUSIM_API(Call);
   if (!op || !scalar) return Fail(ncclInvalidArgument, "null argument");
   if ((int)datatype < 0 || datatype >= ncclNumTypes) return Fail(ncclInvalidArgument, "invalid data type");
   if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
@@ -460,6 +484,7 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
 }
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  GPUSIM_API(Call);
   std::unique_lock<std::shared_mutex> lock(g_mu);
   if (!comm || !Comms().count(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
   if (!comm->redOps.erase((int)op)) return Fail(ncclInvalidArgument, "not a user-created reduction operation");
@@ -467,45 +492,52 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 }
 
 ncclResult_t ncclGroupStart(void) {
+  GPUSIM_API(Call);
   if (t_groupDepth++ == 0) t_group = g_nextGroup.fetch_add(1) + 1;
   return ncclSuccess;
 }
 
 ncclResult_t ncclGroupEnd(void) {
+  GPUSIM_API(Call);
   if (t_groupDepth == 0) return Fail(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   // Everything issued inside the group, communicator inits included, is already complete.
   if (--t_groupDepth == 0) {
     t_group = 0;
-    if (LiveMode()) {
+    // NCCL launches one kernel per device (communicator) of the group, one after the other.
+    for (int d = 0; d < 64; ++d) {
+      if (!(t_groupDevices & (1ull << d))) continue;
+      ChargeApi(ApiCost::NcclLaunch);
       // Live: say where the group ends, so the simulator launches it without waiting for the
       // program's next call on that device (which may come only after other answers).
-      for (int d = 0; d < 64; ++d)
-        if (t_groupDevices & (1ull << d)) Line(d, "host").Str("name", "ncclGroupEnd").Commit();
-      t_groupDevices = 0;
-      return FinishInits();
+      if (LiveMode()) Line(d, "host").Str("name", "ncclGroupEnd").Commit();
     }
     t_groupDevices = 0;
+    if (LiveMode()) return FinishInits();
   }
   return ncclSuccess;
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, true, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, true, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, false, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   // Only the root reads sendbuff; other ranks may pass null.
   const void* send = sendbuff ? sendbuff : recvbuff;
   return Issue(comm, {Coll::Broadcast, send, recvbuff, count, datatype, ncclSum, false, root, kNone}, stream);
@@ -513,11 +545,13 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, n
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   // Only the root writes recvbuff; other ranks may pass null.
   const void* recv = recvbuff ? recvbuff : sendbuff;
   return Issue(comm, {Coll::Reduce, sendbuff, recv, count, datatype, op, true, root, kNone}, stream);
@@ -525,16 +559,19 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
                           cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::AllToAll, sendbuff, recvbuff, count, datatype, ncclSum, false, kNone, kNone}, stream);
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::Send, sendbuff, nullptr, count, datatype, ncclSum, false, kNone, peer}, stream);
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
+  GPUSIM_API(NcclEnqueue);
   return Issue(comm, {Coll::Recv, nullptr, recvbuff, count, datatype, ncclSum, false, kNone, peer}, stream);
 }
 

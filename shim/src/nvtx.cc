@@ -77,6 +77,7 @@ const char* MessageOf(const EventAttributes* a) {
 }
 
 void Marker(const char* name, const char* phase) {
+  GPUSIM_API(Call);  // an NVTX call with a tool attached
   if (!gpusim::Recording()) return;
   gpusim::Line(gpusim::CurrentDevice(), "marker")
       .Str("name", name)

@@ -55,7 +55,6 @@ struct Recorder {
   int envRank = -1;
   bool rankFromEnv = false;  // GPUSIM_RANK_SOURCE=env: communicators do not decide the rank
   int worldSize = 0;
-  uint64_t startNs = 0;
   std::mutex mu;  // creation of logs, binding, manifest
   std::atomic<RankLog*> logs[kMaxDevices] = {};
 };
@@ -288,7 +287,6 @@ void AtForkChild() {
 
 __attribute__((constructor)) void InitRecorder() {
   Recorder& r = R();
-  r.startNs = NowNs();
   if (const char* rank = getenv("GPUSIM_RANK")) r.envRank = atoi(rank);
   if (const char* ws = getenv("GPUSIM_WORLD_SIZE")) r.worldSize = atoi(ws);
   if (const char* src = getenv("GPUSIM_RANK_SOURCE")) r.rankFromEnv = strcmp(src, "env") == 0 && r.envRank >= 0;
@@ -445,16 +443,15 @@ Line& Line::Rank(const char* key, int device) {
 }
 
 // The calling thread's slot in a device's log (its host-thread index there). Caller holds
-// log->mu. Live mode keeps virtual times in lastNs: every slot starts at the job's origin.
-static ThreadSlot* SlotFor(RankLog* log, int dev, uint64_t now) {
+// log->mu. lastNs is the thread's virtual time at its latest op on the device: every slot starts
+// at the job's origin (a thread's first op issues at its virtual time from the start).
+static ThreadSlot* SlotFor(RankLog* log, int dev) {
   ThreadSlot* slot = t_slot[dev];
   if (!slot) {
     if (t_id == 0) t_id = g_threads.fetch_add(1) + 1;
     auto it = log->threads.find(t_id);
     if (it == log->threads.end()) {
       slot = new ThreadSlot{(int)log->threads.size(), 0};
-      // The first thread's first gap is the program's start-up time before its first op.
-      slot->lastNs = g_live ? 0 : slot->index == 0 ? R().startNs : now;
       log->threads.emplace(t_id, slot);
     } else {
       slot = it->second;
@@ -473,11 +470,12 @@ void Line::Commit() {
   int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
   RankLog* log = GetLog(dev);
   if (GlobalRank(dev) >= 0 && !ClaimDevice(dev, GlobalRank(dev))) return;
-  uint64_t now = NowNs();
+  const uint64_t v = VClockForOp();
   std::lock_guard<std::mutex> lock(log->mu);
-  ThreadSlot* slot = SlotFor(log, dev, now);
-  uint64_t gap = now > slot->lastNs ? now - slot->lastNs : 0;
-  slot->lastNs = now;
+  ThreadSlot* slot = SlotFor(log, dev);
+  // The op issues this much host time after the thread's previous op on the device.
+  uint64_t gap = v > slot->lastNs ? v - slot->lastNs : 0;
+  slot->lastNs = v;
 
   std::string& b = log->buf;
   b += "{\"op\":\"";
@@ -502,11 +500,11 @@ uint64_t Line::CommitLive(bool wait) {
   const int rank = LiveRankOf(dev);
   if (!ClaimDevice(dev, rank)) return 0;
   RankLog* log = GetLog(dev);
-  uint64_t v = VClockTick();
+  const uint64_t v = VClockForOp();
   std::string line;
   {
     std::lock_guard<std::mutex> lock(log->mu);
-    ThreadSlot* slot = SlotFor(log, dev, v);
+    ThreadSlot* slot = SlotFor(log, dev);
     // The op issues v - lastNs after this device's previous op of this thread: the engine
     // replays exactly the virtual timeline the program saw.
     uint64_t gap = v > slot->lastNs ? v - slot->lastNs : 0;
@@ -541,7 +539,7 @@ bool Line::FinishWait(int device, uint64_t seq, LiveAnswer* out) {
   }
   if (!LiveWait(seq, out)) return false;
   int dev = device >= 0 && device < kMaxDevices ? device : 0;
-  VClockResume(out->timeNs);
+  VClockResume(out->timeNs, dev);
   // This thread's next op on the device issues relative to the time the call returned.
   if (ThreadSlot* slot = t_slot[dev]) {
     std::lock_guard<std::mutex> lock(GetLog(dev)->mu);

@@ -206,6 +206,12 @@ bool SyncMemops(int device) {
          (Settings().flags[device].load(std::memory_order_relaxed) & cudaDeviceSyncMemops);
 }
 
+bool BlockingSync(int device) {
+  return device >= 0 && device < kMaxDevices &&
+         (Settings().flags[device].load(std::memory_order_relaxed) & cudaDeviceScheduleMask) ==
+             cudaDeviceScheduleBlockingSync;
+}
+
 void ResetDeviceLimits(int device) {
   if (device < 0 || device >= kMaxDevices) return;
   std::lock_guard<std::mutex> lock(Settings().mu);
@@ -226,28 +232,33 @@ extern "C" {
 // ---- devices ----
 
 cudaError_t cudaGetDeviceCount(int* count) {
+  GPUSIM_API(Call);
   if (!count) return Ret(cudaErrorInvalidValue);
   *count = DeviceCount();
   return *count > 0 ? cudaSuccess : Ret(cudaErrorNoDevice);  // CUDA_VISIBLE_DEVICES hid them all
 }
 
 cudaError_t cudaGetDevice(int* device) {
+  GPUSIM_API(Call);
   if (!device) return Ret(cudaErrorInvalidValue);
   *device = CurrentDevice();
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
+  GPUSIM_API(Call);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
   SetCurrentDevice(device);
   return cudaSuccess;
 }
 
 cudaError_t cudaInitDevice(int device, unsigned int, unsigned int) {
+  GPUSIM_API(Call);
   return DeviceValid(device) ? cudaSuccess : Ret(cudaErrorInvalidDevice);
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  GPUSIM_API(Call);
   if (!prop) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
   FillProperties(prop, device);
@@ -255,6 +266,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  GPUSIM_API(Call);
   if (!value || attr < 1 || attr >= cudaDevAttrMax) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
   cudaDeviceProp p;
@@ -317,12 +329,14 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp* prop) {
+  GPUSIM_API(Call);
   if (!device || !prop) return Ret(cudaErrorInvalidValue);
   *device = 0;  // every emulated device is the same GPU
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
+  GPUSIM_API(Call);
   if (!device || !pciBusId) return Ret(cudaErrorInvalidValue);
   unsigned domain = 0, bus = 0, dev = 0;
   if (sscanf(pciBusId, "%x:%x:%x", &domain, &bus, &dev) != 3 && sscanf(pciBusId, "%x:%x", &bus, &dev) != 2)
@@ -336,6 +350,7 @@ cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
 }
 
 cudaError_t cudaDeviceGetP2PAttribute(int* value, cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  GPUSIM_API(Call);
   if (!value) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(srcDevice) || !DeviceValid(dstDevice) || srcDevice == dstDevice) return Ret(cudaErrorInvalidDevice);
   switch (attr) {
@@ -350,15 +365,17 @@ cudaError_t cudaDeviceGetP2PAttribute(int* value, cudaDeviceP2PAttr attr, int sr
 }
 
 cudaError_t cudaSetValidDevices(int* deviceArr, int len) {
+  GPUSIM_API(Call);
   if (len < 0 || (len > 0 && !deviceArr)) return Ret(cudaErrorInvalidValue);
   for (int i = 0; i < len; ++i)
     if (!DeviceValid(deviceArr[i])) return Ret(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return cudaSuccess; }  // deprecated no-op in CUDA too
+cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { GPUSIM_API(Call); return cudaSuccess; }  // deprecated no-op in CUDA too
 
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  GPUSIM_API(Call);
   // One scheduling policy (the three low bits: auto, spin, yield or blocking sync) plus
   // cudaDeviceMapHost, cudaDeviceLmemResizeToMax, cudaDeviceSyncMemops.
   unsigned sched = flags & cudaDeviceScheduleMask;
@@ -371,6 +388,7 @@ cudaError_t cudaSetDeviceFlags(unsigned int flags) {
 }
 
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  GPUSIM_API(Call);
   if (!flags) return Ret(cudaErrorInvalidValue);
   // cudaDeviceMapHost is implicit in the runtime, so it is always reported.
   *flags = Settings().flags[CurrentDevice()].load(std::memory_order_relaxed) | cudaDeviceMapHost;
@@ -378,12 +396,14 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 }
 
 cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  GPUSIM_API(Call);
   if (leastPriority) *leastPriority = 0;
   if (greatestPriority) *greatestPriority = -5;
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
+  GPUSIM_API(Call);
   if (!canAccessPeer) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device) || !DeviceValid(peerDevice)) return Ret(cudaErrorInvalidDevice);
   *canAccessPeer = device != peerDevice;
@@ -391,16 +411,19 @@ cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevi
 }
 
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  GPUSIM_API(Call);
   if (!DeviceValid(peerDevice)) return Ret(cudaErrorInvalidDevice);
   if (flags != 0) return Ret(cudaErrorInvalidValue);
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  GPUSIM_API(Call);
   return DeviceValid(peerDevice) ? cudaSuccess : Ret(cudaErrorInvalidDevice);
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  GPUSIM_API(Call);
   if (!pciBusId || len <= 0) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
   snprintf(pciBusId, (size_t)len, "%04x:%02x:00.0", PciDomain(device), PciBus(device));
@@ -409,6 +432,7 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
 
 // Limits belong to the current device's context: each device keeps its own.
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  GPUSIM_API(Call);
   if (!LimitExists(limit)) return Ret(cudaErrorUnsupportedLimit);
   switch (limit) {
     case cudaLimitDevRuntimeSyncDepth:
@@ -429,6 +453,7 @@ cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
 }
 
 cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
+  GPUSIM_API(Call);
   if (!pValue) return Ret(cudaErrorInvalidValue);
   if (!LimitExists(limit)) return Ret(cudaErrorUnsupportedLimit);
   std::lock_guard<std::mutex> lock(Settings().mu);
@@ -436,21 +461,24 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { GPUSIM_API(Call); return cudaSuccess; }
 
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* cacheConfig) {
+  GPUSIM_API(Call);
   if (!cacheConfig) return Ret(cudaErrorInvalidValue);
   *cacheConfig = cudaFuncCachePreferNone;
   return cudaSuccess;
 }
 
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
+  GPUSIM_API(Call);
   if (!runtimeVersion) return Ret(cudaErrorInvalidValue);
   *runtimeVersion = CUDART_VERSION;
   return cudaSuccess;
 }
 
 cudaError_t cudaDriverGetVersion(int* driverVersion) {
+  GPUSIM_API(Call);
   if (!driverVersion) return Ret(cudaErrorInvalidValue);
   *driverVersion = 13000;
   return cudaSuccess;
@@ -459,14 +487,16 @@ cudaError_t cudaDriverGetVersion(int* driverVersion) {
 // ---- errors ----
 
 cudaError_t cudaGetLastError(void) {
+  GPUSIM_API(Call);
   cudaError_t e = t_lastError;
   t_lastError = cudaSuccess;
   return e;
 }
 
-cudaError_t cudaPeekAtLastError(void) { return t_lastError; }
+cudaError_t cudaPeekAtLastError(void) { GPUSIM_API(Call); return t_lastError; }
 
 const char* cudaGetErrorName(cudaError_t error) {
+  GPUSIM_API(Call);
   switch (error) {
 #define GPUSIM_ERR(name) \
   case name:             \
@@ -478,6 +508,7 @@ const char* cudaGetErrorName(cudaError_t error) {
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
+  GPUSIM_API(Call);
   switch (error) {
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
@@ -508,26 +539,28 @@ static cudaError_t ProfilerMarker(const char* name) {
   return cudaSuccess;
 }
 
-cudaError_t cudaProfilerStart(void) { return ProfilerMarker("cudaProfilerStart"); }
-cudaError_t cudaProfilerStop(void) { return ProfilerMarker("cudaProfilerStop"); }
+cudaError_t cudaProfilerStart(void) { GPUSIM_API(Call); return ProfilerMarker("cudaProfilerStart"); }
+cudaError_t cudaProfilerStop(void) { GPUSIM_API(Call); return ProfilerMarker("cudaProfilerStop"); }
 
 // ---- nvcc's registration ABI ----
 
 void** __cudaRegisterFatBinary(void* fatCubin) {
+  GPUSIM_API(Call);
   // The handle only needs to be unique and stable; keep the image pointer in it.
   void** handle = new void*;
   *handle = fatCubin;
   return handle;
 }
 
-void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaRegisterFatBinaryEnd(void**) { GPUSIM_API(Call);}
 
-void __cudaUnregisterFatBinary(void** fatCubinHandle) { delete fatCubinHandle; }
+void __cudaUnregisterFatBinary(void** fatCubinHandle) { GPUSIM_API(Call); delete fatCubinHandle; }
 
-char __cudaInitModule(void**) { return 1; }
+char __cudaInitModule(void**) { GPUSIM_API(Call); return 1; }
 
 void __cudaRegisterFunction(void**, const char* hostFun, char*, const char* deviceName, int, uint3*, uint3*, dim3*,
                             dim3*, int*) {
+  GPUSIM_API(Call);
   if (!hostFun || !deviceName) return;
   Kernel* k = new Kernel;
   k->mangled = deviceName;
@@ -545,6 +578,7 @@ void __cudaRegisterFunction(void**, const char* hostFun, char*, const char* devi
 }
 
 void __cudaRegisterVar(void**, char* hostVar, char*, const char*, int, size_t size, int, int) {
+  GPUSIM_API(Call);
   if (!hostVar) return;
   Registry& r = Reg();
   std::unique_lock<std::shared_mutex> lock(r.mu);
@@ -552,17 +586,20 @@ void __cudaRegisterVar(void**, char* hostVar, char*, const char*, int, size_t si
 }
 
 void __cudaRegisterManagedVar(void**, void** hostVarPtrAddress, char*, const char*, int, size_t size, int, int) {
+  GPUSIM_API(Call);
   // Managed variables are host-visible: the shadow pointer is pointed at host storage.
   if (hostVarPtrAddress) *hostVarPtrAddress = calloc(1, size ? size : 1);
 }
 
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream) {
+  GPUSIM_API(Call);
   if (t_configDepth >= kMaxConfigDepth) return 1;
   t_config[t_configDepth++] = CallConfig{gridDim, blockDim, sharedMem, stream};
   return 0;
 }
 
 cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
+  GPUSIM_API(Call);
   if (t_configDepth == 0) return Ret(cudaErrorMissingConfiguration);
   const CallConfig& c = t_config[--t_configDepth];
   if (gridDim) *gridDim = c.grid;
@@ -573,6 +610,7 @@ cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sh
 }
 
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  GPUSIM_API(Call);
   if (!kernel) return Ret(cudaErrorInvalidValue);
   Kernel* k = FindKernel(hostFun);
   if (!k) return Ret(cudaErrorInvalidDeviceFunction);
@@ -582,11 +620,13 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
                                cudaStream_t stream) {
+  GPUSIM_API(Launch);
   return Launch((const Kernel*)kernel, gridDim, blockDim, sharedMem, stream, false);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
                                     cudaStream_t stream) {
+  GPUSIM_API(Launch);
   return Launch((const Kernel*)kernel, gridDim, blockDim, sharedMem, stream, true);
 }
 
@@ -594,25 +634,30 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
                              cudaStream_t stream) {
+  GPUSIM_API(Launch);
   return Launch(FindKernel(func), gridDim, blockDim, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
                                   cudaStream_t stream) {
+  GPUSIM_API(Launch);
   return Launch(FindKernel(func), gridDim, blockDim, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
+  GPUSIM_API(Launch);
   if (!config) return Ret(cudaErrorInvalidValue);
   return Launch(FindKernel(func), config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, false);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void**, size_t sharedMem,
                                         cudaStream_t stream) {
+  GPUSIM_API(Launch);
   return Launch(FindKernel(func), gridDim, blockDim, sharedMem, stream, false);
 }
 
 cudaError_t cudaFuncGetName(const char** name, const void* func) {
+  GPUSIM_API(Call);
   if (!name) return Ret(cudaErrorInvalidValue);
   const Kernel* k = FindKernel(func);
   if (!k) return Ret(cudaErrorInvalidDeviceFunction);
@@ -621,6 +666,7 @@ cudaError_t cudaFuncGetName(const char** name, const void* func) {
 }
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  GPUSIM_API(Call);
   if (!attr) return Ret(cudaErrorInvalidValue);
   const Kernel* k = FindKernel(func);
   if (!k) return Ret(cudaErrorInvalidDeviceFunction);
@@ -644,6 +690,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
 }
 
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  GPUSIM_API(Call);
   Kernel* k = FindKernel(func);
   if (!k) return Ret(cudaErrorInvalidDeviceFunction);
   switch (attr) {
@@ -683,15 +730,18 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
 }
 
 cudaError_t cudaFuncSetSharedMemConfig(const void* func, cudaSharedMemConfig) {
+  GPUSIM_API(Call);
   return FindKernel(func) ? cudaSuccess : Ret(cudaErrorInvalidDeviceFunction);
 }
 
 cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr) {
+  GPUSIM_API(Call);
   return __cudaGetKernel(kernelPtr, entryFuncAddr);
 }
 
 cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func, int numBlocks,
                                                       int blockSize) {
+  GPUSIM_API(Call);
   if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return Ret(cudaErrorInvalidValue);
   if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
   const GpuConfig& g = Gpu();
@@ -706,11 +756,13 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, c
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache) {
+  GPUSIM_API(Call);
   return FindKernel(func) ? cudaSuccess : Ret(cudaErrorInvalidDeviceFunction);
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func, int blockSize,
                                                                    size_t dynamicSMemSize, unsigned int) {
+  GPUSIM_API(Call);
   if (!numBlocks || blockSize <= 0) return Ret(cudaErrorInvalidValue);
   if (!FindKernel(func)) return Ret(cudaErrorInvalidDeviceFunction);
   const GpuConfig& g = Gpu();
@@ -723,6 +775,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,
                                                           size_t dynamicSMemSize) {
+  GPUSIM_API(Call);
   return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, 0);
 }
 
@@ -740,12 +793,14 @@ static cudaError_t SymbolAt(const void* symbol, size_t count, size_t offset, cha
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, (void*)src, count, true, kind, nullptr, false, false);
 }
 
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, dst, count, false, kind, nullptr, false, false);
@@ -753,6 +808,7 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
 
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
                                     cudaMemcpyKind kind, cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, (void*)src, count, true, kind, stream, true, false);
@@ -760,6 +816,7 @@ cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t 
 
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
                                       cudaStream_t stream) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, dst, count, false, kind, stream, true, false);
@@ -767,18 +824,21 @@ cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t coun
 
 cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
                                     cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, (void*)src, count, true, kind, nullptr, false, true);
 }
 
 cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
+  GPUSIM_API(MemcpyAsync);
   char* at = nullptr;
   cudaError_t e = SymbolAt(symbol, count, offset, &at);
   return e ? e : SymbolCopy(at, dst, count, false, kind, nullptr, false, true);
 }
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  GPUSIM_API(Call);
   if (!devPtr) return Ret(cudaErrorInvalidValue);
   Registry& r = Reg();
   std::shared_lock<std::shared_mutex> lock(r.mu);
@@ -789,6 +849,7 @@ cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
 }
 
 cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  GPUSIM_API(Call);
   if (!size) return Ret(cudaErrorInvalidValue);
   Registry& r = Reg();
   std::shared_lock<std::shared_mutex> lock(r.mu);
@@ -799,12 +860,12 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
 }
 
 // nvcc registers __host__ __device__ variables with this; nothing to emulate.
-void __cudaRegisterHostVar() {}
+void __cudaRegisterHostVar() { GPUSIM_API(Call);}
 
 // ---- graphs: no emulation yet ----
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) { GPUSIM_UNSUPPORTED(cudaGraphLaunch); }
-cudaError_t cudaGraphDestroy(cudaGraph_t) { GPUSIM_UNSUPPORTED(cudaGraphDestroy); }
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { GPUSIM_UNSUPPORTED(cudaGraphExecDestroy); }
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphLaunch); }
+cudaError_t cudaGraphDestroy(cudaGraph_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphDestroy); }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphExecDestroy); }
 
 }  // extern "C"

@@ -90,11 +90,86 @@ GPUSIM_EXPORT bool LiveLost();
 GPUSIM_EXPORT uint64_t LiveSend(int rank, const std::string& json, bool wait);
 // Waits for the answer to a W line; false (with a message printed) when it cannot come.
 GPUSIM_EXPORT bool LiveWait(uint64_t seq, LiveAnswer* out);
-// Virtual clock of the calling thread (vclock.cc): advance by the host time since the last
-// call and return it; set it to an answer's time.
+// ---- host time (vclock.cc, host-cost.cc) ----
+//
+// Every thread that calls the shim has a virtual clock V: the host time it has spent, which is
+// what the program's own time between calls (measured as thread CPU time) plus what the real
+// library would have spent inside each call (the host cost table) add up to, or a fixed cost
+// per call (GPUSIM_HOST_TIME = measured | api-only | fixed:US). The shim's own work (encoding,
+// sockets, emulated memory) is never part of it. In live mode an answer moves V to the
+// simulated time the call returned; the program's clocks read V. Ops are stamped with V in
+// live mode and in recordings.
+
+// What a call costs the real library on the host (the host cost table's rows).
+enum class ApiCost : uint8_t {
+  Call,
+  Launch,
+  MemcpyAsync,
+  MemsetAsync,
+  EventRecord,
+  EventQuery,
+  StreamQuery,
+  StreamWaitEvent,
+  EventElapsed,
+  StreamSync,
+  EventSync,
+  DeviceSync,
+  SyncWake,
+  SyncWakeBlocking,
+  Malloc,
+  MallocPerMiB,
+  Free,
+  HostAlloc,
+  CublasGemm,
+  CublasLtMatmul,
+  NcclEnqueue,
+  NcclLaunch,
+  CudnnExecute,
+  ClockRead,
+  kCount
+};
+GPUSIM_EXPORT uint64_t ApiCostNs(ApiCost c);
+GPUSIM_EXPORT const char* ApiCostName(ApiCost c);
+
+// Entry and exit of an intercepted call (only the outermost of nested calls counts): at entry
+// the thread's V advances by the program's own time since the previous call's exit plus the
+// call's cost; the time in between is the shim's.
+GPUSIM_EXPORT void ApiEnter(ApiCost c);
+GPUSIM_EXPORT void ApiExit();
+class ApiScope {
+ public:
+  explicit ApiScope(ApiCost c) { ApiEnter(c); }
+  ~ApiScope() { ApiExit(); }
+  ApiScope(const ApiScope&) = delete;
+  ApiScope& operator=(const ApiScope&) = delete;
+};
+// First statement of every exported entry point: GPUSIM_API(Launch);
+#define GPUSIM_API(cost) ::gpusim::ApiScope gpusim_api_scope_(::gpusim::ApiCost::cost)
+// A further cost inside a call (NCCL's launch per device at group end, cudaMalloc's per MiB),
+// `times` times. Only in the modes that model API costs.
+GPUSIM_EXPORT void ChargeApi(ApiCost c, double times = 1);
+// The program's own host code runs inside a call (a host function cudaLaunchHostFunc runs at
+// once): while alive, time counts as the program's.
+class GPUSIM_EXPORT ProgramCode {
+ public:
+  ProgramCode();
+  ~ProgramCode();
+  ProgramCode(const ProgramCode&) = delete;
+  ProgramCode& operator=(const ProgramCode&) = delete;
+
+ private:
+  bool left_;
+};
+
+// Host time is kept (live mode or recording).
 GPUSIM_EXPORT bool LiveClock();
-GPUSIM_EXPORT uint64_t VClockTick();
-GPUSIM_EXPORT void VClockResume(uint64_t t);
+// The calling thread's V (ns since the job's start).
+GPUSIM_EXPORT uint64_t VClockNow();
+// V for an op being recorded now (an op outside any intercepted call counts as one call).
+GPUSIM_EXPORT uint64_t VClockForOp();
+// An answer says the call returns at simulated time t: V moves there; if the call waited for
+// the device (t after V), plus the wake-up latency of `device`'s scheduling policy.
+GPUSIM_EXPORT void VClockResume(uint64_t t, int device);
 
 // ---- ownership across the processes of a job (claims.cc) ----
 

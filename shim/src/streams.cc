@@ -197,6 +197,7 @@ extern "C" {
 // ---- streams ----
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
+  GPUSIM_API(Call);
   if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking)) return Ret(cudaErrorInvalidValue);
   // Out-of-range priorities are clamped, as CUDA does ([greatest, least] = [-5, 0]).
   if (priority < -5) priority = -5;
@@ -213,12 +214,14 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int fla
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  GPUSIM_API(Call);
   return cudaStreamCreateWithPriority(pStream, flags, 0);
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t* pStream) { return cudaStreamCreateWithPriority(pStream, 0, 0); }
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) { GPUSIM_API(Call); return cudaStreamCreateWithPriority(pStream, 0, 0); }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  GPUSIM_API(Call);
   Tables& t = T();
   std::unique_lock<std::shared_mutex> lock(t.mu);
   auto it = t.streams.find(stream);
@@ -229,20 +232,23 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return SyncStream(stream, false, true); }
-cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { return SyncStream(stream, true, true); }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return SyncStream(stream, false, false); }
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { return SyncStream(stream, true, false); }
+cudaError_t cudaStreamQuery(cudaStream_t stream) { GPUSIM_API(StreamQuery); return SyncStream(stream, false, true); }
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { GPUSIM_API(StreamQuery); return SyncStream(stream, true, true); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) { GPUSIM_API(StreamSync); return SyncStream(stream, false, false); }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { GPUSIM_API(StreamSync); return SyncStream(stream, true, false); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  GPUSIM_API(StreamWaitEvent);
   return WaitEvent(stream, event, flags, false);
 }
 
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  GPUSIM_API(StreamWaitEvent);
   return WaitEvent(stream, event, flags, true);
 }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
+  GPUSIM_API(Call);
   if (!priority) return Ret(cudaErrorInvalidValue);
   StreamRef r;
   if (!ResolveStream(hStream, &r)) return Ret(cudaErrorInvalidResourceHandle);
@@ -253,6 +259,7 @@ cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
 }
 
 cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
+  GPUSIM_API(Call);
   if (!flags) return Ret(cudaErrorInvalidValue);
   StreamRef r;
   if (!ResolveStream(hStream, &r)) return Ret(cudaErrorInvalidResourceHandle);
@@ -263,6 +270,7 @@ cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
+  GPUSIM_API(Call);
   if (!device) return Ret(cudaErrorInvalidValue);
   StreamRef r;
   if (!ResolveStream(hStream, &r)) return Ret(cudaErrorInvalidResourceHandle);
@@ -271,6 +279,7 @@ cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
 }
 
 cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) {
+  GPUSIM_API(Call);
   if (!streamId) return Ret(cudaErrorInvalidValue);
   StreamRef r;
   if (!ResolveStream(hStream, &r)) return Ret(cudaErrorInvalidResourceHandle);
@@ -280,23 +289,32 @@ cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) 
 
 // Host callbacks run at once on the calling thread: in emulation the stream is always idle.
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  GPUSIM_API(Call);
   StreamRef r;
   if (!fn) return Ret(cudaErrorInvalidValue);
   if (!ResolveStream(stream, &r)) return Ret(cudaErrorInvalidResourceHandle);
-  fn(userData);
+  {
+    ProgramCode program;  // the function is the program's host work
+    fn(userData);
+  }
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
                                   unsigned int flags) {
+  GPUSIM_API(Call);
   StreamRef r;
   if (!callback || flags != 0) return Ret(cudaErrorInvalidValue);
   if (!ResolveStream(stream, &r)) return Ret(cudaErrorInvalidResourceHandle);
-  callback(stream, cudaSuccess, userData);
+  {
+    ProgramCode program;
+    callback(stream, cudaSuccess, userData);
+  }
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
+  GPUSIM_API(Call);
   StreamRef r;
   if (!pCaptureStatus) return Ret(cudaErrorInvalidValue);
   if (!ResolveStream(stream, &r)) return Ret(cudaErrorInvalidResourceHandle);
@@ -304,10 +322,11 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { GPUSIM_UNSUPPORTED(cudaStreamBeginCapture); }
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) { GPUSIM_UNSUPPORTED(cudaStreamEndCapture); }
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaStreamBeginCapture); }
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaStreamEndCapture); }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  GPUSIM_API(Call);
   if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed) return Ret(cudaErrorInvalidValue);
   thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
   cudaStreamCaptureMode previous = current;
@@ -319,6 +338,7 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
 // ---- events ----
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  GPUSIM_API(Call);
   if (!event || (flags & ~7u)) return Ret(cudaErrorInvalidValue);
   if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return Ret(cudaErrorInvalidValue);
   Event* e = new Event{CurrentDevice(), T().nextEvent.fetch_add(1) + 1, flags, {false}, {0}};
@@ -330,9 +350,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+cudaError_t cudaEventCreate(cudaEvent_t* event) { GPUSIM_API(Call); return cudaEventCreateWithFlags(event, cudaEventDefault); }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  GPUSIM_API(Call);
   Tables& t = T();
   std::unique_lock<std::shared_mutex> lock(t.mu);
   auto it = t.events.find(event);
@@ -342,10 +363,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return Record(event, stream, false); }
-cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { return Record(event, stream, true); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { GPUSIM_API(EventRecord); return Record(event, stream, false); }
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { GPUSIM_API(EventRecord); return Record(event, stream, true); }
 
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  GPUSIM_API(EventRecord);
   if (flags & ~1u) return Ret(cudaErrorInvalidValue);
   return Record(event, stream, false);
 }
@@ -377,10 +399,11 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventQuery(cudaEvent_t event) { return SyncEvent(event, true); }
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return SyncEvent(event, false); }
+cudaError_t cudaEventQuery(cudaEvent_t event) { GPUSIM_API(EventQuery); return SyncEvent(event, true); }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { GPUSIM_API(EventSync); return SyncEvent(event, false); }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  GPUSIM_API(EventElapsed);
   if (!ms) return Ret(cudaErrorInvalidValue);
   std::shared_lock<std::shared_mutex> lock(T().mu);
   Event* a = FindEventLocked(start);
@@ -408,6 +431,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 // ---- device-wide ----
 
 cudaError_t cudaDeviceSynchronize(void) {
+  GPUSIM_API(DeviceSync);
   if (LiveMode()) {
     LiveAnswer a;
     return Line(CurrentDevice(), "device_sync").CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
@@ -417,6 +441,7 @@ cudaError_t cudaDeviceSynchronize(void) {
 }
 
 cudaError_t cudaDeviceReset(void) {
+  GPUSIM_API(Call);
   int dev = CurrentDevice();
   ResetDeviceHandles(dev);
   ReleaseDeviceMemory(dev);

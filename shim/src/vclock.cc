@@ -1,13 +1,24 @@
-// Virtual clocks for live mode (gpusim run).
+// Virtual clocks: the host time of every program thread that calls the shim (live mode and
+// recordings).
 //
-// Each program thread has a virtual time V (ns since the job's start, which is simulated
-// t = 0). Host time advances it — the thread's CPU time between calls (measured), or a fixed
-// cost per API call and per clock read (GPUSIM_HOST_TIME=fixed:US) — and a blocking call
-// answered by the simulator sets it to the simulated time the call returned. The clock_gettime
-// family (interposed by libgpusim-clock.so, which calls gpusim_vclock_gettime) reads
-// epoch + V, so the program's own timers measure simulated time. CPU-time clocks stay real.
-// Outside live mode everything here passes through to the real clocks.
+// Each thread has a virtual time V (ns since the job's start, which is simulated t = 0). At the
+// entry of every intercepted call (ApiEnter; nested calls count once) V advances by
+//  - measured: the thread's CPU time since the previous call returned (the program's own work,
+//    robust to an oversubscribed machine) plus the call's host cost (host-cost.cc);
+//  - api-only: the call's host cost only (runs do not depend on the machine);
+//  - fixed:US: US per call (and per clock read).
+// What the shim does inside the call (encoding, sockets, waiting, emulated memory) never
+// advances V. A blocking call answered by the simulator sets V to the simulated time the call
+// returned, plus the wake-up latency when it had to wait for the device. The clock_gettime
+// family (interposed by libgpusim-clock.so, which calls gpusim_vclock_gettime) reads epoch + V,
+// so the program's own timers measure simulated time. CPU-time clocks stay real.
+//
+// A thread blocked outside CUDA (joining other threads, waiting on a lock) was waiting for
+// another thread of its process: it goes on no earlier than the latest clock among them. It
+// counts as blocked when it slept (not just waited for a CPU: the kernel's run delay tells the
+// two apart) for more than 2 ms between two calls.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,9 +47,12 @@ ClockFn RealClock() {
   return fn;
 }
 
+enum class Mode { Measured, ApiOnly, Fixed };
+
 struct ClockConfig {
   bool live = false;
-  bool fixed = false;
+  bool active = false;  // live mode or a recording: host time is kept
+  Mode mode = Mode::Measured;
   uint64_t fixedNs = 0;
   uint64_t epochReal = 0, epochMono = 0, epochBoot = 0;
 };
@@ -57,13 +71,22 @@ uint64_t ReadNs(clockid_t id) {
 ClockConfig LoadClockConfig() {
   ClockConfig c;
   const char* sock = getenv("GPUSIM_LIVE_SOCKET");
-  if (!sock || !*sock) return c;
-  c.live = true;
+  const char* rec = getenv("GPUSIM_RECORD_DIR");
+  c.live = sock && *sock;
+  c.active = c.live || (rec && *rec);
   const char* ht = getenv("GPUSIM_HOST_TIME");
   if (ht && strncmp(ht, "fixed:", 6) == 0) {
-    c.fixed = true;
-    c.fixedNs = (uint64_t)(strtod(ht + 6, nullptr) * 1000.0 + 0.5);
+    c.mode = Mode::Fixed;
+    // At least 1 ns: a polling loop must advance time, or it would never end.
+    double us = strtod(ht + 6, nullptr);
+    c.fixedNs = us > 0 ? (uint64_t)(us * 1000.0 + 0.5) : 0;
+    if (c.fixedNs == 0) c.fixedNs = 1;
+  } else if (ht && strcmp(ht, "api-only") == 0) {
+    c.mode = Mode::ApiOnly;
+  } else if (ht && *ht && strcmp(ht, "measured") != 0) {
+    fprintf(stderr, "gpusim: unknown GPUSIM_HOST_TIME=%s (measured, api-only or fixed:US); using measured\n", ht);
   }
+  if (!c.live) return c;
   c.epochReal = EnvU64("GPUSIM_LIVE_EPOCH_REALTIME_NS");
   c.epochMono = EnvU64("GPUSIM_LIVE_EPOCH_MONOTONIC_NS");
   c.epochBoot = EnvU64("GPUSIM_LIVE_EPOCH_BOOTTIME_NS");
@@ -80,29 +103,62 @@ const ClockConfig& Cfg() {
 
 std::atomic<uint64_t> g_latest{0};  // largest V of any thread: where a new thread starts
 
-struct ThreadClock {
-  bool init = false;
-  uint64_t v = 0;
-  uint64_t cpuLast = 0;
-  uint64_t wallLast = 0;  // real monotonic time of the last tick or answer
+// What one thread-CPU-time reading itself adds between the two readings around the program's
+// code (the system call's way out and in): the smallest difference of back-to-back readings.
+// Subtracted from every measured interval, so the measurement does not leak into the program.
+uint64_t CpuReadOverheadNs() {
+  static const uint64_t ns = [] {
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 64; ++i) {
+      const uint64_t a = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+      const uint64_t b = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+      if (b >= a && b - a < best) best = b - a;
+    }
+    return best == UINT64_MAX ? 0 : best;
+  }();
+  return ns;
+}
+
+// Real time a thread may sleep between two calls before it counts as having been blocked (in a
+// join, a lock, a condition variable) by another thread of its process.
+constexpr uint64_t kBlockedNs = 2000000;
+
+// The kernel's accounting of the calling thread: CPU time and time runnable but waiting for a
+// CPU (/proc/.../schedstat; the file stays open for the thread's life).
+struct SchedStat {
+  int fd = -2;  // -2: not opened yet, -1: not available
+  ~SchedStat() {
+    if (fd >= 0) close(fd);
+  }
+  bool RunDelay(uint64_t* ns) {
+    if (fd == -2) {
+      char path[64];
+      snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)syscall(SYS_gettid));
+      fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    char buf[96];
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    unsigned long long onCpu = 0, waiting = 0;
+    if (sscanf(buf, "%llu %llu", &onCpu, &waiting) != 2) return false;
+    *ns = waiting;
+    return true;
+  }
 };
 
-// Real time a thread may spend off the CPU between two calls before it counts as having been
-// blocked (in a join, a lock, a condition variable) rather than just descheduled.
-constexpr uint64_t kBlockedNs = 2000000;
+struct ThreadClock {
+  bool init = false;
+  int depth = 0;          // nesting of intercepted calls
+  uint64_t v = 0;
+  uint64_t cpuExit = 0;   // thread CPU time when the last call returned (measured)
+  uint64_t wallExit = 0;  // real monotonic time when the last call returned
+  // Since when the thread's sleeping is counted (blocked-thread rule).
+  uint64_t refWall = 0, refCpu = 0, refRunDelay = 0;
+  bool refRunDelayKnown = false;
+  SchedStat sched;
+};
 thread_local ThreadClock t_clock;
-
-ThreadClock& Mine() {
-  ThreadClock& c = t_clock;
-  if (!c.init) {
-    c.init = true;
-    c.v = g_latest.load(std::memory_order_relaxed);
-    // The main thread's start-up (loading, static constructors) is host time too.
-    c.cpuLast = (pid_t)syscall(SYS_gettid) == getpid() ? 0 : ReadNs(CLOCK_THREAD_CPUTIME_ID);
-    c.wallLast = ReadNs(CLOCK_MONOTONIC);
-  }
-  return c;
-}
 
 void Publish(uint64_t v) {
   uint64_t seen = g_latest.load(std::memory_order_relaxed);
@@ -110,36 +166,123 @@ void Publish(uint64_t v) {
   }
 }
 
+void SetRef(ThreadClock& c, uint64_t wall, uint64_t cpu) {
+  c.refWall = wall;
+  c.refCpu = cpu;
+  c.refRunDelayKnown = c.sched.RunDelay(&c.refRunDelay);
+}
+
+ThreadClock& Mine() {
+  ThreadClock& c = t_clock;
+  if (!c.init) {
+    c.init = true;
+    c.v = g_latest.load(std::memory_order_relaxed);
+    // The main thread's start-up (loading, static constructors) is host time too.
+    const bool main = (pid_t)syscall(SYS_gettid) == getpid();
+    c.cpuExit = main ? 0 : ReadNs(CLOCK_THREAD_CPUTIME_ID);
+    c.wallExit = ReadNs(CLOCK_MONOTONIC);
+    SetRef(c, c.wallExit, c.cpuExit);
+  }
+  return c;
+}
+
+// The thread slept (not merely waited for a CPU) for more than kBlockedNs since the reference:
+// it waited for another thread of its process and resumes no earlier than their latest clock.
+void CatchUpIfBlocked(ThreadClock& c, uint64_t wall, uint64_t cpu) {
+  uint64_t runDelay = 0;
+  const bool have = c.sched.RunDelay(&runDelay);
+  const bool known = have && c.refRunDelayKnown;
+  const uint64_t wallSpan = wall > c.refWall ? wall - c.refWall : 0;
+  const uint64_t cpuSpan = cpu > c.refCpu ? cpu - c.refCpu : 0;
+  const uint64_t waitSpan = known && runDelay > c.refRunDelay ? runDelay - c.refRunDelay : 0;
+  const uint64_t slept = wallSpan > cpuSpan + waitSpan ? wallSpan - cpuSpan - waitSpan : 0;
+  if (slept > kBlockedNs) {
+    const uint64_t latest = g_latest.load(std::memory_order_relaxed);
+    if (latest > c.v) c.v = latest;
+  }
+  c.refWall = wall;
+  c.refCpu = cpu;
+  c.refRunDelay = runDelay;
+  c.refRunDelayKnown = have;
+}
+
 }  // namespace
 
-bool LiveClock() { return Cfg().live; }
+bool LiveClock() { return Cfg().active; }
 
 // The shim's own clock: always real, even while the program reads virtual time.
 uint64_t NowNs() { return ReadNs(CLOCK_MONOTONIC); }
 
-uint64_t VClockTick() {
+void ApiEnter(ApiCost cost) {
   ThreadClock& c = Mine();
-  const uint64_t cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+  if (c.depth++ > 0 || !Cfg().active) return;
+  const Mode mode = Cfg().mode;
   const uint64_t wall = ReadNs(CLOCK_MONOTONIC);
-  const uint64_t cpuDelta = cpu > c.cpuLast ? cpu - c.cpuLast : 0;
-  // A thread that was blocked outside CUDA (joining threads, waiting on a lock) was waiting for
-  // another thread of the process: it goes on no earlier than the latest clock among them.
-  if (wall > c.wallLast + cpuDelta + kBlockedNs) {
-    const uint64_t latest = g_latest.load(std::memory_order_relaxed);
-    if (latest > c.v) c.v = latest;
+  uint64_t cpu = 0;
+  if (mode == Mode::Measured) {
+    cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+    // The program's own work since the last call.
+    const uint64_t spent = cpu > c.cpuExit ? cpu - c.cpuExit : 0;
+    c.v += spent > CpuReadOverheadNs() ? spent - CpuReadOverheadNs() : 0;
   }
-  c.v += Cfg().fixed ? Cfg().fixedNs : cpuDelta;
-  c.cpuLast = cpu;
-  c.wallLast = wall;
+  if (wall > c.wallExit + kBlockedNs) {
+    if (mode != Mode::Measured) cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+    CatchUpIfBlocked(c, wall, cpu);
+  }
+  c.v += mode == Mode::Fixed ? Cfg().fixedNs : ApiCostNs(cost);
   Publish(c.v);
+}
+
+void ApiExit() {
+  ThreadClock& c = t_clock;
+  if (c.depth <= 0) return;  // (a scope opened before the clock existed cannot happen)
+  if (--c.depth > 0 || !Cfg().active) return;
+  c.wallExit = ReadNs(CLOCK_MONOTONIC);
+  if (Cfg().mode == Mode::Measured) c.cpuExit = ReadNs(CLOCK_THREAD_CPUTIME_ID);
+}
+
+void ChargeApi(ApiCost cost, double times) {
+  if (!Cfg().active || Cfg().mode == Mode::Fixed || times <= 0) return;
+  ThreadClock& c = Mine();
+  c.v += (uint64_t)(ApiCostNs(cost) * times + 0.5);
+  Publish(c.v);
+}
+
+ProgramCode::ProgramCode() : left_(false) {
+  // Leave the call as if it had returned: what runs now is the program's.
+  ThreadClock& c = Mine();
+  if (c.depth == 1) {
+    ApiExit();
+    left_ = true;
+  }
+}
+
+ProgramCode::~ProgramCode() {
+  if (left_) ApiEnter(ApiCost::Call);  // back in the call
+}
+
+uint64_t VClockNow() { return Mine().v; }
+
+uint64_t VClockForOp() {
+  ThreadClock& c = Mine();
+  if (c.depth == 0) {
+    // An op recorded outside any intercepted call (a library's exit handler): count it as one.
+    ApiEnter(ApiCost::Call);
+    ApiExit();
+  }
   return c.v;
 }
 
-void VClockResume(uint64_t t) {
+void VClockResume(uint64_t t, int device) {
   ThreadClock& c = Mine();
-  if (t > c.v) c.v = t;
-  c.cpuLast = ReadNs(CLOCK_THREAD_CPUTIME_ID);
-  c.wallLast = ReadNs(CLOCK_MONOTONIC);  // waiting for the answer is not being blocked
+  if (t > c.v) {
+    // It waited for the device: the call notices completion a wake-up latency later.
+    uint64_t wake = 0;
+    if (Cfg().mode != Mode::Fixed) wake = ApiCostNs(BlockingSync(device) ? ApiCost::SyncWakeBlocking : ApiCost::SyncWake);
+    c.v = t + wake;
+  }
+  // Waiting for the answer is not being blocked by another thread.
+  SetRef(c, ReadNs(CLOCK_MONOTONIC), ReadNs(CLOCK_THREAD_CPUTIME_ID));
   Publish(c.v);
 }
 
@@ -167,7 +310,9 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_gettime(clockid_t id, struct timespec
   }
   if (!c.live || epoch == 0) return RealClock()(id, ts);
   if (!ts) return 0;
-  uint64_t ns = epoch + VClockTick();
+  ApiEnter(ApiCost::ClockRead);
+  uint64_t ns = epoch + VClockNow();
+  ApiExit();
   ts->tv_sec = (time_t)(ns / 1000000000ull);
   ts->tv_nsec = (long)(ns % 1000000000ull);
   return 0;

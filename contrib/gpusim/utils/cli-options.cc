@@ -2,10 +2,12 @@
 
 #include "ns3/gpu-spec.h"
 
+#include <climits>
 #include <cmath>
 #include <regex>
 #include <cstdlib>
 #include <sstream>
+#include <unistd.h>
 
 namespace ns3
 {
@@ -182,6 +184,50 @@ LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer)
         throw UsageError(std::string("--gpus ") + std::to_string(gpus) + ": " + e.what());
     }
     return plan;
+}
+
+const std::set<std::string> kHostTimeOptions = {"host-time", "api-costs"};
+
+std::map<std::string, std::string>
+HostTimeEnvironment(const Options& o)
+{
+    std::map<std::string, std::string> env;
+    const std::string mode = o.Get("host-time", "measured");
+    if (mode != "measured" && mode != "api-only")
+    {
+        if (mode.rfind("fixed:", 0) != 0)
+        {
+            throw UsageError("--host-time must be measured, api-only or fixed:US (e.g. fixed:2)");
+        }
+        char* end = nullptr;
+        const double us = std::strtod(mode.c_str() + 6, &end);
+        if (!end || *end != '\0' || !std::isfinite(us) || us < 0)
+        {
+            throw UsageError("--host-time fixed:US needs a number of microseconds");
+        }
+        if (us < 0.001)
+        {
+            // Every poll must cost time, or a loop of cudaStreamQuery never sees the GPU finish.
+            throw UsageError("--host-time fixed:US needs US >= 0.001: at zero cost per call a "
+                             "polling loop would run forever at one instant");
+        }
+    }
+    env["GPUSIM_HOST_TIME"] = mode;
+    if (o.Has("api-costs"))
+    {
+        std::string file = o.Get("api-costs", "");
+        if (::access(file.c_str(), R_OK) != 0)
+        {
+            throw UsageError("--api-costs " + file + ": cannot read it");
+        }
+        char buf[PATH_MAX];
+        if (::realpath(file.c_str(), buf))
+        {
+            file = buf; // the program may change directory
+        }
+        env["GPUSIM_API_COSTS"] = file;
+    }
+    return env;
 }
 
 const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",

@@ -80,6 +80,14 @@ extern const std::set<std::string> kLaunchOptions;
 /// process). Throws UsageError naming what is wrong.
 LaunchPlan LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer);
 
+/// Options that HostTimeEnvironment() reads.
+extern const std::set<std::string> kHostTimeOptions;
+
+/// The shim's environment for --host-time measured|api-only|fixed:US (default measured) and
+/// --api-costs FILE (host costs per call overriding the built-in table; made absolute).
+/// Throws UsageError naming what is wrong.
+std::map<std::string, std::string> HostTimeEnvironment(const Options& o);
+
 /// One line describing a cluster ("4 servers x 8 GPUs (H100), ...").
 std::string DescribeCluster(const ClusterSpec& s);
 

@@ -59,6 +59,8 @@ PrintRecordUsage(std::ostream& os)
           "  --devices-per-process D  pin D GPUs to each process (CUDA_VISIBLE_DEVICES)\n"
           "  --out DIR        trace directory (default ./gpusim-trace); replaced on success\n"
           "  --timeout S      kill the program after S seconds (default: no limit)\n"
+          "  --host-time measured|api-only|fixed:US, --api-costs FILE\n"
+          "                   host time between calls, as for 'gpusim run' (default measured)\n"
           "  --kernel-table-template FILE\n"
           "                   also write a kernel table to fill in on a real GPU (one entry per\n"
           "                   distinct kernel, roofline estimates; see doc/record-simulate.md)\n"
@@ -520,6 +522,7 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     {
         std::set<std::string> valued = {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"};
         valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
+        valued.insert(kHostTimeOptions.begin(), kHostTimeOptions.end());
         Options o(args, valued, {"help"}, true);
         if (o.Has("help"))
         {
@@ -563,6 +566,10 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         }
 
         std::map<std::string, std::string> env = RecordEnvironment(libdir, staging, gpuModel, timeout);
+        for (const auto& [k, v] : HostTimeEnvironment(o))
+        {
+            env[k] = v;
+        }
         InterruptGuard interrupts;
         const auto start = std::chrono::steady_clock::now();
         RanksOutcome ranks = RunRanks(program, env, set.plan, timeout);

@@ -37,7 +37,8 @@ PrintRunUsage(std::ostream& os)
 {
     os << "usage: gpusim run [--preset NAME | --cluster FILE] [cluster and NCCL options as for\n"
           "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D] [--out DIR]\n"
-          "       [--sync conservative] [--host-time measured|fixed:US] [--timeout S]\n"
+          "       [--sync conservative|optimistic] [--host-time measured|api-only|fixed:US]\n"
+          "       [--api-costs FILE] [--timeout S]\n"
           "       [--cost-model recorded|roofline] [--kernel-table FILE] [--scale-kernels RE=F]\n"
           "       [--json FILE] [--trace FILE] -- PROGRAM [ARGS...]\n"
           "\n"
@@ -50,24 +51,12 @@ PrintRunUsage(std::ostream& os)
           "in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
           "MASTER_ADDR and MASTER_PORT are set as torchrun sets them. --out DIR keeps the run's\n"
           "trace: 'gpusim simulate DIR' with the same options reproduces the run's metrics exactly.\n"
+          "Host time between the program's calls (--host-time): measured = its own CPU time plus\n"
+          "what the real CUDA/NCCL/cuBLAS would spend per call (a table per GPU, doc/live-mode.md;\n"
+          "--api-costs FILE overrides entries), api-only = the per-call costs alone (the same on\n"
+          "every machine), fixed:US = US per call.\n"
           "Exit: the program's status (first failing process), 3 if the simulation could not\n"
           "complete (stuck, timeout), 1 usage, 2 bad input, 128+signal when interrupted.\n";
-}
-
-bool
-ValidHostTime(const std::string& s)
-{
-    if (s == "measured")
-    {
-        return true;
-    }
-    if (s.rfind("fixed:", 0) != 0)
-    {
-        return false;
-    }
-    char* end = nullptr;
-    const double us = std::strtod(s.c_str() + 6, &end);
-    return end && *end == '\0' && us >= 0 && std::isfinite(us);
 }
 
 /// Names every process that failed; returns the first one's status (rank order) as an exit
@@ -164,11 +153,12 @@ SimulateLive(const Options& o,
 int
 RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"gpus", "out", "sync", "host-time",
+    std::set<std::string> valued = {"gpus", "out", "sync",
                                      "timeout", "json", "trace", "cost-model", "kernel-table",
                                      "scale-kernels"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
+    valued.insert(kHostTimeOptions.begin(), kHostTimeOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
@@ -189,11 +179,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
             throw UsageError("--sync must be conservative or optimistic");
         }
         const bool optimistic = sync == "optimistic";
-        const std::string hostTime = o.Get("host-time", "measured");
-        if (!ValidHostTime(hostTime))
-        {
-            throw UsageError("--host-time must be measured or fixed:US (e.g. fixed:2)");
-        }
+        const std::map<std::string, std::string> hostTimeEnv = HostTimeEnvironment(o);
         const double timeout = o.Number("timeout", 0);
         if (timeout < 0)
         {
@@ -235,7 +221,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         live->SetAttribute("Optimistic", BooleanValue(optimistic));
         std::map<std::string, std::string> env;
         env["GPUSIM_GPU"] = spec.gpuModel;
-        env["GPUSIM_HOST_TIME"] = hostTime;
+        env.insert(hostTimeEnv.begin(), hostTimeEnv.end());
         const auto wall0 = std::chrono::steady_clock::now();
         InterruptGuard interrupts; // Ctrl-C stops the programs too (own process groups)
         live->Launch(program, plan, libdir, env);
