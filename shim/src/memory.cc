@@ -161,6 +161,7 @@ cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
   // A peer copy crosses between two GPUs (ranks): the simulator moves it over their link.
   if (c.kind[0] == 'p') l.Rank("src_rank", c.srcDev).Rank("dst_rank", c.dstDev);
   if (c.pageable) l.Bool("pageable", true);
+  if (c.blocksHost) WakeField(l, s.device);
   if (LiveMode() && c.blocksHost) {
     // The host waits for this copy: it returns at the simulated time the copy is done.
     LiveAnswer a;

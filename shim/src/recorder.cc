@@ -539,7 +539,7 @@ bool Line::FinishWait(int device, uint64_t seq, LiveAnswer* out) {
   }
   if (!LiveWait(seq, out)) return false;
   int dev = device >= 0 && device < kMaxDevices ? device : 0;
-  VClockResume(out->timeNs, dev);
+  VClockResume(out->timeNs);
   // This thread's next op on the device issues relative to the time the call returned.
   if (ThreadSlot* slot = t_slot[dev]) {
     std::lock_guard<std::mutex> lock(GetLog(dev)->mu);

@@ -167,9 +167,8 @@ GPUSIM_EXPORT bool LiveClock();
 GPUSIM_EXPORT uint64_t VClockNow();
 // V for an op being recorded now (an op outside any intercepted call counts as one call).
 GPUSIM_EXPORT uint64_t VClockForOp();
-// An answer says the call returns at simulated time t: V moves there; if the call waited for
-// the device (t after V), plus the wake-up latency of `device`'s scheduling policy.
-GPUSIM_EXPORT void VClockResume(uint64_t t, int device);
+// An answer says the call returns at simulated time t: V moves there.
+GPUSIM_EXPORT void VClockResume(uint64_t t);
 
 // ---- ownership across the processes of a job (claims.cc) ----
 
@@ -233,6 +232,11 @@ class GPUSIM_EXPORT Line {
   RankRef ranks_[2];
   int nranks_;
 };
+
+// Adds "wake_us" to a blocking call's line: how long after the awaited work ends the call
+// returns when it had to wait (the runtime's wake-up for `device`'s scheduling policy; none
+// with fixed host time). The simulator applies it, so recordings and live runs agree.
+GPUSIM_EXPORT void WakeField(Line& l, int device);
 
 // Tells the recorder which trace rank the ops of `device` belong to (first call wins) and the
 // job's world size, learnt from the first communicator initialised on that device.

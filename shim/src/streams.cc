@@ -118,6 +118,7 @@ cudaError_t SyncStream(cudaStream_t stream, bool ptsz, bool query) {
     Line l(s.device, "stream_sync");
     l.Int("stream", s.id);
     if (query) l.Bool("query", true);  // a completed cudaStreamQuery: the host saw the stream idle
+    else WakeField(l, s.device);
     if (LiveMode()) {
       // Live: the simulator answers when the stream is done (or, for a query, whether it is).
       LiveAnswer a;
@@ -389,6 +390,7 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
     Line l(device, "event_sync");
     l.U64("event", id);
     if (query) l.Bool("query", true);
+    else WakeField(l, device);
     if (LiveMode()) {
       LiveAnswer a;
       if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
@@ -432,11 +434,14 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 
 cudaError_t cudaDeviceSynchronize(void) {
   GPUSIM_API(DeviceSync);
+  if (!Recording()) return cudaSuccess;
+  Line l(CurrentDevice(), "device_sync");
+  WakeField(l, CurrentDevice());
   if (LiveMode()) {
     LiveAnswer a;
-    return Line(CurrentDevice(), "device_sync").CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+    return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
   }
-  if (Recording()) Line(CurrentDevice(), "device_sync").Commit();
+  l.Commit();
   return cudaSuccess;
 }
 

@@ -180,8 +180,8 @@ ThreadClock& Mine() {
     // The main thread's start-up (loading, static constructors) is host time too.
     const bool main = (pid_t)syscall(SYS_gettid) == getpid();
     c.cpuExit = main ? 0 : ReadNs(CLOCK_THREAD_CPUTIME_ID);
-    c.wallExit = ReadNs(CLOCK_MONOTONIC);
-    SetRef(c, c.wallExit, c.cpuExit);
+    c.wallExit = main ? 0 : ReadNs(CLOCK_MONOTONIC);
+    SetRef(c, c.wallExit ? c.wallExit : ReadNs(CLOCK_MONOTONIC), c.cpuExit);
   }
   return c;
 }
@@ -221,8 +221,12 @@ void ApiEnter(ApiCost cost) {
   uint64_t cpu = 0;
   if (mode == Mode::Measured) {
     cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
-    // The program's own work since the last call.
-    const uint64_t spent = cpu > c.cpuExit ? cpu - c.cpuExit : 0;
+    // The program's own work since the last call. Never more than the real time that passed:
+    // the kernel hands a thread CPU time it was owed (steal and interrupt time on a virtual
+    // machine) in bursts, which would otherwise land on whatever interval comes next.
+    uint64_t spent = cpu > c.cpuExit ? cpu - c.cpuExit : 0;
+    const uint64_t wallSpan = wall > c.wallExit ? wall - c.wallExit : 0;
+    if (spent > wallSpan) spent = wallSpan;
     c.v += spent > CpuReadOverheadNs() ? spent - CpuReadOverheadNs() : 0;
   }
   if (wall > c.wallExit + kBlockedNs) {
@@ -273,17 +277,18 @@ uint64_t VClockForOp() {
   return c.v;
 }
 
-void VClockResume(uint64_t t, int device) {
+void VClockResume(uint64_t t) {
   ThreadClock& c = Mine();
-  if (t > c.v) {
-    // It waited for the device: the call notices completion a wake-up latency later.
-    uint64_t wake = 0;
-    if (Cfg().mode != Mode::Fixed) wake = ApiCostNs(BlockingSync(device) ? ApiCost::SyncWakeBlocking : ApiCost::SyncWake);
-    c.v = t + wake;
-  }
+  if (t > c.v) c.v = t;
   // Waiting for the answer is not being blocked by another thread.
   SetRef(c, ReadNs(CLOCK_MONOTONIC), ReadNs(CLOCK_THREAD_CPUTIME_ID));
   Publish(c.v);
+}
+
+void WakeField(Line& l, int device) {
+  if (!Cfg().active || Cfg().mode == Mode::Fixed) return;
+  const uint64_t ns = ApiCostNs(BlockingSync(device) ? ApiCost::SyncWakeBlocking : ApiCost::SyncWake);
+  if (ns > 0) l.Num("wake_us", ns / 1000.0);
 }
 
 }  // namespace gpusim
@@ -306,9 +311,17 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_gettime(clockid_t id, struct timespec
       epoch = c.epochBoot;
       break;
     default:
-      epoch = 0;  // CPU-time and other clocks stay real
+      return RealClock()(id, ts);  // CPU-time and other clocks stay real
   }
-  if (!c.live || epoch == 0) return RealClock()(id, ts);
+  if (!c.active) return RealClock()(id, ts);
+  if (!c.live) {
+    // Recording: the program's clocks read real time, but a read costs what it costs in a
+    // live run, so the recording and the live run agree.
+    ApiEnter(ApiCost::ClockRead);
+    const int r = RealClock()(id, ts);
+    ApiExit();
+    return r;
+  }
   if (!ts) return 0;
   ApiEnter(ApiCost::ClockRead);
   uint64_t ns = epoch + VClockNow();

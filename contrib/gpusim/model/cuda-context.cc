@@ -340,7 +340,16 @@ HostThread::Issue(const Op& op)
         m_blocked = true;
         m_blockedOn = why;
     };
-    auto resume = [this]() { Resume(); };
+    // A call that had to wait returns a wake-up latency after the work it waited for.
+    const Time wake = MicroSecondsToTime(op.wakeUs);
+    auto resume = [this, wake]() {
+        if (wake.IsStrictlyPositive())
+        {
+            Simulator::Schedule(wake, &HostThread::Resume, this);
+            return;
+        }
+        Resume();
+    };
     switch (op.kind)
     {
     case OpKind::HostWork:

@@ -278,6 +278,16 @@ ParseOpObject(const LineReader& r)
     op.name = r.String("name", "");
     op.durUs = r.Number("dur_us", -1);
     op.bytes = r.Unsigned("bytes", 0);
+    op.wakeUs = r.Number("wake_us", 0);
+    if (op.wakeUs < 0)
+    {
+        r.Fail("field 'wake_us' must not be negative");
+    }
+    if (op.wakeUs > 0 && op.kind != OpKind::StreamSync && op.kind != OpKind::EventSync &&
+        op.kind != OpKind::DeviceSync && op.kind != OpKind::Memcpy)
+    {
+        r.Fail("'wake_us' is for blocking calls (stream_sync, event_sync, device_sync, memcpy)");
+    }
     switch (op.kind)
     {
     case OpKind::Kernel: {
@@ -725,6 +735,10 @@ OpToJsonLine(const Op& op)
     if (op.durUs >= 0)
     {
         w.Key("dur_us").Double(op.durUs);
+    }
+    if (op.wakeUs > 0)
+    {
+        w.Key("wake_us").Double(op.wakeUs);
     }
     switch (op.kind)
     {

@@ -123,6 +123,8 @@ struct Op
     bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
     bool query = false;   //!< StreamSync/EventSync recorded from a completed cudaStreamQuery /
                           //!< cudaEventQuery (a poll) rather than a synchronize call
+    double wakeUs = 0;    //!< blocking calls: host time from the awaited work's end to the
+                          //!< call's return when it had to wait (the runtime's wake-up)
     // Events / streams / memory.
     uint64_t event = 0;
     uint32_t flags = 0;

@@ -192,14 +192,15 @@ TEST(Live, AllReduceLoopMatchesCollectiveSweep)
     ASSERT_EQ(ref.code, 0) << ref.err;
     auto b = CollectiveRows(ref.out);
     ASSERT_EQ(b.size(), 5u) << ref.out;
-    const double hostPerIterationUs = 8 * (0.5 + 6.0); // nccl_enqueue + nccl_launch per GPU
+    // ncclGroupStart/End + per GPU nccl_enqueue and nccl_launch (the H100 host cost table).
+    const double hostPerIterationUs = 0.2 + 8 * (0.5 + 6.0);
     for (const char* layout : {"--nproc-per-node 8 -- " , "--nproc-per-node 1 -- "})
     {
         SCOPED_TRACE(layout);
         const bool onePerGpu = std::string(layout).find(" 8 ") != std::string::npos;
         Result live = Shell(d, kGpusim + " run --servers 1 --gpus 8 " + layout + kPerf +
                                    (onePerGpu ? " -g 1" : " -g 8") +
-                                   " -b 1M -e 256M -f 4 -n 20 -w 2 --poll");
+                                   " -b 1M -e 256M -f 4 -n 50 -w 5 --poll");
         ASSERT_EQ(live.code, 0) << live.err;
         auto a = Rows(live.out);
         ASSERT_EQ(a.size(), 5u) << live.out;
@@ -208,10 +209,15 @@ TEST(Live, AllReduceLoopMatchesCollectiveSweep)
             SCOPED_TRACE("size " + std::to_string(a[i].bytes));
             EXPECT_EQ(a[i].bytes, b[i].bytes);
             EXPECT_GE(a[i].hostUs, a[i].eventUs);
-            const double expect =
-                onePerGpu ? b[i].hostUs : std::max(b[i].hostUs, hostPerIterationUs);
-            EXPECT_NEAR(a[i].hostUs, expect, 0.05 * expect) << live.out;
-            EXPECT_NEAR(a[i].eventUs, expect, 0.05 * expect) << live.out;
+            const bool hostBound = !onePerGpu && hostPerIterationUs > 0.9 * b[i].hostUs;
+            const double expect = hostBound ? hostPerIterationUs : b[i].hostUs;
+            // Measured host time adds the program's own (small) work between calls.
+            const double above = hostBound ? 0.10 : 0.05;
+            for (double got : {a[i].hostUs, a[i].eventUs})
+            {
+                EXPECT_GE(got, 0.97 * expect) << live.out;
+                EXPECT_LE(got, (1 + above) * std::max(expect, b[i].hostUs)) << live.out;
+            }
         }
     }
 }

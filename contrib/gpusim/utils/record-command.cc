@@ -270,6 +270,13 @@ RecordEnvironment(const std::string& libdir,
     env["GPUSIM_GPU"] = gpuModel;
     const char* ld = std::getenv("LD_LIBRARY_PATH");
     env["LD_LIBRARY_PATH"] = libdir + (ld && *ld ? ":" + std::string(ld) : "");
+    // The clock library, as in a live run: the program's clock reads cost the same host time
+    // (its clocks still read real time when recording).
+    if (IsFile(libdir + "/libgpusim-clock.so"))
+    {
+        const char* pre = std::getenv("LD_PRELOAD");
+        env["LD_PRELOAD"] = libdir + "/libgpusim-clock.so" + (pre && *pre ? ":" + std::string(pre) : "");
+    }
     const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
     if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
     {
