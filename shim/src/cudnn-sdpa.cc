@@ -344,11 +344,12 @@ bool Geometry(const TensorInfo& q, const TensorInfo& k, bool kT, const TensorInf
 }
 
 bool Forward(const Graph& g, const std::vector<int>& mm, AttentionGraph* a, std::string* why) {
-  // S = Q K^T takes two program tensors; O = P V takes P from S through the softmax.
+  // S = Q K^T takes two program tensors; O = P V takes P from S through the softmax (with FP8,
+  // O is then descaled and scaled by pointwise operations).
   const Node *s = nullptr, *o = nullptr;
   for (int i : mm) (g.IsInput(g.nodes[i].x) && g.IsInput(g.nodes[i].b) ? s : o) = &g.nodes[i];
   if (!s || !o) return Reject(why, "no Q K^T and P V matmul pair");
-  if (!g.IsInput(o->b) || g.T(o->y).isVirtual) return Reject(why, "the second matmul does not read V and write O");
+  if (!g.IsInput(o->b)) return Reject(why, "the second matmul does not read V");
   if (!g.ExpBetween(s->y, o->x)) return Reject(why, "no softmax between the two matmuls");
   const TensorInfo &q = g.T(s->x), &k = g.T(s->b), &v = g.T(o->b), &out = g.T(o->y);
   if (!Geometry(q, k, true, v, false, a, why)) return false;

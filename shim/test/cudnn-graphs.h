@@ -230,10 +230,11 @@ class Backend {
 struct Sdpa {
   int64_t b = 2, hq = 8, hk = 8, sq = 256, skv = 256, d = 64;
   cudnnDataType_t dtype = CUDNN_DATA_BFLOAT16;
-  bool causal = false;       // set_diagonal_band_right_bound(0)
-  bool bottomRight = false;  // set_diagonal_alignment(BOTTOM_RIGHT)
-  int64_t window = 0;        // set_diagonal_band_left_bound(window), 0: none
-  bool stats = true;         // set_generate_stats (training forward)
+  bool causal = false;        // set_diagonal_band_right_bound(0)
+  bool bottomRight = false;   // set_diagonal_alignment(BOTTOM_RIGHT)
+  int64_t window = 0;         // set_diagonal_band_left_bound(window), 0: none
+  bool stats = true;          // set_generate_stats (training forward)
+  bool scaledOutput = false;  // FP8: P V is descaled / scaled by pointwise operations into O
 };
 
 // Tensor uids (the frontend's samples number them the same way).
@@ -333,7 +334,15 @@ inline std::vector<Descriptor> ForwardOps(Backend& be, const Sdpa& a) {
   }
   Descriptor p = be.Virtual(sdims, a.dtype);
   ops.push_back(be.Pointwise(CUDNN_POINTWISE_DIV, e, sum, p));
-  ops.push_back(be.Matmul(p, v, be.Tensor(kO, {a.b, a.hq, a.sq, a.d}, Contiguous({a.b, a.hq, a.sq, a.d}), a.dtype)));
+  std::vector<int64_t> od = {a.b, a.hq, a.sq, a.d};
+  Descriptor o = be.Tensor(kO, od, Contiguous(od), a.dtype);
+  if (a.scaledOutput) {
+    Descriptor pv = be.Virtual(od);
+    ops.push_back(be.Matmul(p, v, pv));
+    ops.push_back(be.Pointwise(CUDNN_POINTWISE_MUL, pv, be.Scalar(kOne, CUDNN_DATA_FLOAT), o));
+  } else {
+    ops.push_back(be.Matmul(p, v, o));
+  }
   return ops;
 }
 

@@ -168,6 +168,23 @@ TEST(Cudnn, UnmaskedFp16ForwardCountsEveryScore) {
   EXPECT_EQ(SdpaField(op, "mask"), "none");
 }
 
+// cudnn-frontend's FP8 forward scales P V into O with pointwise operations.
+TEST(Cudnn, Fp8ForwardWithScaledOutput) {
+  size_t before = RecordDir() ? CudnnKernels().size() : 0;
+  Sdpa a;
+  a.sq = a.skv = 512, a.d = 128, a.causal = true, a.dtype = CUDNN_DATA_FP8_E4M3, a.scaledOutput = true;
+  {
+    Device dev;
+    RunAttention(dev, a, false);
+  }
+  if (!RecordDir()) return;
+  auto ops = CudnnKernels();
+  ASSERT_EQ(ops.size(), before + 1);
+  EXPECT_EQ(ops.back().Get("dtype", ops.back().line.find("\"gemm\"")), "f8e4m3");
+  EXPECT_DOUBLE_EQ(std::stod(ops.back().Get("flops")), Flops(a, 0.5, false));
+  EXPECT_EQ(ops.back().Int("mem_bytes"), Bytes(a, 1, false)) << "one byte per element";
+}
+
 TEST(Cudnn, GroupedQueryBackwardIsOneFusedAttentionKernel) {
   size_t before = RecordDir() ? CudnnKernels().size() : 0;
   Sdpa a;
