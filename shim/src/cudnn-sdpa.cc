@@ -240,6 +240,13 @@ struct Graph {
       if (IsPointwise(&nodes[i], CUDNN_POINTWISE_EXP)) return true;
     return false;
   }
+  // Is uid the tensor source, or computed from it?
+  bool DerivesFrom(int64_t uid, int64_t source) const {
+    if (uid == source) return true;
+    for (int i : Upstream(uid))
+      if (std::find(nodes[i].in.begin(), nodes[i].in.end(), source) != nodes[i].in.end()) return true;
+    return false;
+  }
   bool ExpBefore(int64_t to) const {
     for (int i : Upstream(to))
       if (IsPointwise(&nodes[i], CUDNN_POINTWISE_EXP)) return true;
@@ -362,19 +369,29 @@ bool Backward(const Graph& g, const std::vector<int>& mm, AttentionGraph* a, std
   // dP = dO V^T; the other three (dV = P^T dO, dK = dS^T Q, dQ = dS K) take an operand that
   // comes after the exponential.
   const Node *s = nullptr, *dp = nullptr;
-  int others = 0;
+  std::vector<const Node*> others;
   for (int i : mm) {
     const Node& n = g.nodes[i];
     if (g.IsInput(n.x) && g.IsInput(n.b))
       (g.ExpAfter(n.y) ? s : dp) = &n;
     else if (g.ExpBefore(n.x) || g.ExpBefore(n.b))
-      ++others;
+      others.push_back(&n);
   }
-  if (!s || !dp || others != 3) return Reject(why, "not the five matmuls of an attention backward");
+  if (!s || !dp || others.size() != 3) return Reject(why, "not the five matmuls of an attention backward");
   if (!Geometry(g.T(s->x), g.T(s->b), true, g.T(dp->b), true, a, why)) return false;
   const TensorInfo& dO = g.T(dp->x);
   if (dO.dims != std::vector<int64_t>{a->b, a->hq, a->sq, a->dv}) return Reject(why, "dO is " + Dims(dO.dims));
   a->backward = true;
+  // Workspace, as cudnn-frontend sizes the two implementations it chooses between
+  // (CompositeSDPABackwardNode): by default the graph accumulates dQ = dS K in an FP32 tensor of
+  // its own (in cudnn-frontend's part of the workspace) and the engine needs none; when dQ is
+  // written directly (deterministic or dBias), the engine keeps dP in the workspace,
+  // b h_q s_q s_kv 16-bit values.
+  const Node* dq = nullptr;
+  for (const Node* n : others)
+    if (g.DerivesFrom(n->x, s->b) || g.DerivesFrom(n->b, s->b)) dq = n;
+  bool ownAccumulator = dq && !g.T(dq->y).isVirtual && g.T(dq->y).dtype == CUDNN_DATA_FLOAT;
+  a->workspaceBytes = ownAccumulator ? 0 : 2 * a->b * a->hq * a->sq * a->skv;
   return true;
 }
 
@@ -501,9 +518,6 @@ std::shared_ptr<const AttentionGraph> RecognizeAttention(const std::vector<const
   }
   for (const auto& kv : g.tensors)
     if (!kv.second.isVirtual) a->required.push_back(kv.first);
-  // The backward accumulates dQ in FP32 across key blocks, as FlashAttention-2's does: its
-  // workspace is that accumulator. The forward needs none.
-  if (a->backward) a->workspaceBytes = 4 * a->b * a->hq * a->sq * a->dqk;
   return a;
 }
 

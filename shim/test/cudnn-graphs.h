@@ -230,11 +230,12 @@ class Backend {
 struct Sdpa {
   int64_t b = 2, hq = 8, hk = 8, sq = 256, skv = 256, d = 64;
   cudnnDataType_t dtype = CUDNN_DATA_BFLOAT16;
-  bool causal = false;        // set_diagonal_band_right_bound(0)
-  bool bottomRight = false;   // set_diagonal_alignment(BOTTOM_RIGHT)
-  int64_t window = 0;         // set_diagonal_band_left_bound(window), 0: none
-  bool stats = true;          // set_generate_stats (training forward)
-  bool scaledOutput = false;  // FP8: P V is descaled / scaled by pointwise operations into O
+  bool causal = false;         // set_diagonal_band_right_bound(0)
+  bool bottomRight = false;    // set_diagonal_alignment(BOTTOM_RIGHT)
+  int64_t window = 0;          // set_diagonal_band_left_bound(window), 0: none
+  bool stats = true;           // set_generate_stats (training forward)
+  bool scaledOutput = false;   // FP8: P V is descaled / scaled by pointwise operations into O
+  bool deterministic = false;  // set_deterministic_algorithm: dQ written directly, no FP32 dQ_accum
 };
 
 // Tensor uids (the frontend's samples number them the same way).
@@ -248,6 +249,7 @@ enum : int64_t {
   kDQ,
   kDK,
   kDV,
+  kDQAccum,
   kScale = 201,
   kNegInf,
   kRowShift,
@@ -347,7 +349,8 @@ inline std::vector<Descriptor> ForwardOps(Backend& be, const Sdpa& a) {
 }
 
 // CompositeSDPABackwardNode: softmax_sum = rowsum(dO * O); P = exp(scale Q K^T, masked - stats);
-// dV = P^T dO; dS = P (dO V^T - softmax_sum) scale; dK = dS^T Q; dQ = dS K (K reshaped back).
+// dV = P^T dO; dS = P (dO V^T - softmax_sum) scale; dK = dS^T Q; dQ = dS K (K reshaped back;
+// into an FP32 accumulator unless deterministic).
 // With fewer K/V heads, dK and dV are reduced over the head groups.
 inline std::vector<Descriptor> BackwardOps(Backend& be, const Sdpa& a) {
   std::vector<Descriptor> ops;
@@ -405,7 +408,14 @@ inline std::vector<Descriptor> BackwardOps(Backend& be, const Sdpa& a) {
   }
   Descriptor k = be.Tensor(2002, kd, Contiguous(kd), a.dtype, true);
   ops.push_back(be.Reshape(kt, k));
-  ops.push_back(be.Matmul(dSs, k, be.Tensor(kDQ, qd, Contiguous(qd), a.dtype)));
+  Descriptor dQ = be.Tensor(kDQ, qd, Contiguous(qd), a.dtype);
+  if (a.deterministic) {
+    ops.push_back(be.Matmul(dSs, k, dQ));
+  } else {  // dQ accumulated in FP32 (in cudnn-frontend's workspace), then converted
+    Descriptor accum = be.Tensor(kDQAccum, qd, Contiguous(qd), CUDNN_DATA_FLOAT);
+    ops.push_back(be.Matmul(dSs, k, accum));
+    ops.push_back(be.Pointwise(CUDNN_POINTWISE_IDENTITY, accum, nullptr, dQ));
+  }
   return ops;
 }
 

@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
   if (!bwdPlan) return Fail("backward plan", bwd);
   // The workspace as a program allocates it (recorded); the shim never touches it.
   void* workspace = nullptr;
-  if (cudaMalloc(&workspace, (size_t)std::max<int64_t>(fwdWorkspace, bwdWorkspace)) != cudaSuccess) {
-    fprintf(stderr, "shim_cudnn_sdpa: cannot allocate %lld bytes of workspace\n", (long long)bwdWorkspace);
+  int64_t bytes = std::max<int64_t>(fwdWorkspace, bwdWorkspace);
+  if (bytes > 0 && cudaMalloc(&workspace, (size_t)bytes) != cudaSuccess) {
+    fprintf(stderr, "shim_cudnn_sdpa: cannot allocate %lld bytes of workspace\n", (long long)bytes);
     return 1;
   }
   Scalars values(a);

@@ -191,12 +191,16 @@ TEST(Cudnn, GroupedQueryBackwardIsOneFusedAttentionKernel) {
   a.b = 1, a.hq = 32, a.hk = 8, a.sq = a.skv = 4096, a.d = 128, a.causal = true;
   {
     Device dev;
-    // FP32 dQ accumulator: 4 b h_q s_q d bytes.
-    EXPECT_EQ(RunAttention(dev, a, true), 4LL * 1 * 32 * 4096 * 128);
+    EXPECT_EQ(RunAttention(dev, a, true), 0) << "dQ accumulates in the graph's own FP32 tensor";
+    a.deterministic = true;
+    EXPECT_EQ(RunAttention(dev, a, true), 2LL * 1 * 32 * 4096 * 4096) << "dP in the workspace, 16-bit";
   }
   if (!RecordDir()) return;
   auto ops = CudnnKernels();
-  ASSERT_EQ(ops.size(), before + 1);
+  ASSERT_EQ(ops.size(), before + 2);
+  EXPECT_EQ(ops[before].line.substr(ops[before].line.find("\"name\"")),
+            ops.back().line.substr(ops.back().line.find("\"name\"")))
+      << "both implementations record the same kernel";
   const Op& op = ops.back();
   EXPECT_EQ(op.Get("name"), "cudnn_sdpa_flash_bwd");
   EXPECT_EQ(op.Gemm("batch"), 32);
