@@ -95,11 +95,10 @@ struct TensorInfo {
 // A constraint on key index j against query index i that a mask keeps: j - i <= value
 // (upper: causal and its shifted forms) or j - i >= value (lower: sliding windows). value is
 // the sum of the signed scalar tensors in terms (by-value tensors, read at execution; others
-// count as 0) plus constant.
+// count as 0).
 struct BandBound {
   bool upper = true;
   std::vector<std::pair<int64_t, int>> terms;  // (tensor uid, +1 / -1)
-  double constant = 0;
 };
 
 // A scaled-dot-product attention graph the shim records as one fused kernel.

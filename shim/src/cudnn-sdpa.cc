@@ -537,7 +537,7 @@ cudnnStatus_t ExecuteAttention(cudnnHandle_t handle, const Launch& launch) {
   // The mask's band, with the scalars the program passed by value.
   double lo = -INFINITY, hi = INFINITY;
   for (const BandBound& bound : a->mask) {
-    double v = bound.constant;
+    double v = 0;
     for (const auto& term : bound.terms) {
       auto t = a->byValue.find(term.first);
       if (t != a->byValue.end()) v += term.second * ScalarValue(t->second, launch.pointers.at(term.first));
