@@ -226,7 +226,7 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     // simulated time, and the runtime is needed even by a program that loads CUDA late.
     const char* pre = std::getenv("LD_PRELOAD");
     env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir + "/libcudart.so.13:" +
-                        shimLibDir + "/libnccl.so.2" + (pre && *pre ? ":" + std::string(pre) : "");
+                        shimLibDir + "/libnccl.so.2:" + shimLibDir + "/libcudnn.so.9" + (pre && *pre ? ":" + std::string(pre) : "");
     env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
     env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";
     // One time origin for every process: simulated t = 0 is "now" on the real clocks.
