@@ -151,14 +151,15 @@ const char* StatusName(cudnnStatus_t status) {
 
 extern "C" {
 
-size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
-size_t cudnnGetMaxDeviceVersion(void) { return CUDNN_MAX_DEVICE_VERSION; }
+size_t cudnnGetVersion(void) { GPUSIM_API(Call); return CUDNN_VERSION; }
+size_t cudnnGetMaxDeviceVersion(void) { GPUSIM_API(Call); return CUDNN_MAX_DEVICE_VERSION; }
 // The CUDA runtime this cuDNN was built for: the shim's (CUDA 13.0).
-size_t cudnnGetCudartVersion(void) { return 13000; }
+size_t cudnnGetCudartVersion(void) { GPUSIM_API(Call); return 13000; }
 
-const char* cudnnGetErrorString(cudnnStatus_t status) { return StatusName(status); }
+const char* cudnnGetErrorString(cudnnStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
 
 void cudnnGetLastErrorString(char* message, size_t max_size) {
+  GPUSIM_API(Call);
   if (!message || max_size == 0) return;
   size_t n = std::min(max_size - 1, t_lastError.size());
   memcpy(message, t_lastError.data(), n);
@@ -166,6 +167,7 @@ void cudnnGetLastErrorString(char* message, size_t max_size) {
 }
 
 cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
+  GPUSIM_API(Call);
   if (!value) return Report(Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnGetProperty: null value"));
   switch (type) {
     case MAJOR_VERSION: *value = CUDNN_MAJOR; return CUDNN_STATUS_SUCCESS;
@@ -176,12 +178,13 @@ cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
 }
 
 // The sub-libraries of cuDNN 9 check their versions against each other; here they are one.
-cudnnStatus_t cudnnGraphVersionCheck(void) { return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnOpsVersionCheck(void) { return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnCnnVersionCheck(void) { return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnAdvVersionCheck(void) { return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnGraphVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnOpsVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnCnnVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnAdvVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
+  GPUSIM_API(Call);
   if (!handle) return Report(Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate: null handle pointer"));
   int device = 0;
   cudaGetDevice(&device);
@@ -193,6 +196,7 @@ cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
 }
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  GPUSIM_API(Call);
   cudnnStatus_t s = CheckHandle(handle);
   if (s != CUDNN_STATUS_SUCCESS) return Report(s);
   std::lock_guard<std::mutex> lock(g_mu);
@@ -202,6 +206,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
+  GPUSIM_API(Call);
   cudnnStatus_t s = CheckHandle(handle);
   if (s != CUDNN_STATUS_SUCCESS) return Report(s);
   StreamRef ref;
@@ -219,6 +224,7 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
 }
 
 cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
+  GPUSIM_API(Call);
   cudnnStatus_t s = CheckHandle(handle);
   if (s != CUDNN_STATUS_SUCCESS) return Report(s);
   if (!stream) return Report(Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnGetStream: null stream pointer"), handle);
@@ -230,6 +236,7 @@ cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t* stream) {
 // Nothing runs asynchronously inside the emulated library: no kernel can have failed.
 cudnnStatus_t cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatus_t* rstatus, cudnnErrQueryMode_t mode,
                                      cudnnRuntimeTag_t* tag) {
+  GPUSIM_API(Call);
   cudnnStatus_t s = CheckHandle(handle);
   if (s != CUDNN_STATUS_SUCCESS) return Report(s);
   if (!rstatus) return Report(Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnQueryRuntimeError: null status"));
@@ -240,12 +247,14 @@ cudnnStatus_t cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatus_t* rstatu
 }
 
 cudnnStatus_t cudnnSetCallback(unsigned mask, void* udata, cudnnCallback_t fptr) {
+  GPUSIM_API(Call);
   std::lock_guard<std::mutex> lock(g_mu);
   g_callback = Callback{mask, udata, fptr};
   return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetCallback(unsigned* mask, void** udata, cudnnCallback_t* fptr) {
+  GPUSIM_API(Call);
   if (!mask || !udata || !fptr)
     return Report(Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnGetCallback: null output"));
   std::lock_guard<std::mutex> lock(g_mu);
@@ -256,34 +265,40 @@ cudnnStatus_t cudnnGetCallback(unsigned* mask, void** udata, cudnnCallback_t* fp
 }
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* descriptor) {
+  GPUSIM_API(Call);
   return Report(CreateDescriptor(type, descriptor));
 }
 
 cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
+  GPUSIM_API(Call);
   return Report(DestroyDescriptor(descriptor));
 }
 
 // Deprecated in cuDNN 9 (descriptors in caller-allocated memory).
 cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t) {
+  GPUSIM_API(Call);
   return Report(NotEmulated(CUDNN_STATUS_NOT_SUPPORTED,
                             "cudnnBackendInitialize (deprecated) is not emulated: use cudnnBackendCreateDescriptor"));
 }
 
-cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) { return Report(Finalize(descriptor)); }
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) { GPUSIM_API(Call); return Report(Finalize(descriptor)); }
 
 cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+  GPUSIM_API(Call);
   return Report(SetAttribute(descriptor, name, type, count, values));
 }
 
 cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t requested, int64_t* count,
                                        void* values) {
+  GPUSIM_API(Call);
   return Report(GetAttribute(descriptor, name, type, requested, count, values));
 }
 
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                   cudnnBackendDescriptor_t variantPack) {
+  GPUSIM_API(CudnnExecute);
   cudnnStatus_t s = CheckHandle(handle);
   if (s != CUDNN_STATUS_SUCCESS) return Report(s);
   Launch launch;
@@ -296,6 +311,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
 // not advertise CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API.
 cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t,
                                             cudaGraph_t) {
+  GPUSIM_API(Call);
   return Report(NotEmulated(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API,
                             "cudnnBackendPopulateCudaGraph is not emulated (no CUDA graphs in the shim)"),
                 handle);
@@ -303,6 +319,7 @@ cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDe
 
 cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t, cudnnBackendDescriptor_t,
                                           cudaGraph_t) {
+  GPUSIM_API(Call);
   return Report(NotEmulated(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API,
                             "cudnnBackendUpdateCudaGraph is not emulated (no CUDA graphs in the shim)"),
                 handle);
