@@ -73,8 +73,11 @@ std::string Claim(const std::string& name, const std::string& what) {
       buf[n - 1] = '\0';
       const pid_t holderPid = (pid_t)atoi(buf);
       if (holderPid == getpid()) return "";  // ours (another thread of this process)
-      if (holderPid > 0 && kill(holderPid, 0) != 0 && errno == ESRCH) {
-        unlink(path.c_str());  // left by an earlier run into the same directory
+      // Left by an earlier run into the same directory (a program run by hand twice): the
+      // holder is gone. Within a job gpusim started (fresh directory), a process that already
+      // exited still owns what it used.
+      if (!getenv("GPUSIM_JOB") && holderPid > 0 && kill(holderPid, 0) != 0 && errno == ESRCH) {
+        unlink(path.c_str());
         continue;
       }
       const char* holder = strchr(buf, ' ');

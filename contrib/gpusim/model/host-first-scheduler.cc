@@ -35,8 +35,18 @@ HostFirstScheduler::GetTypeId()
     return tid;
 }
 
-HostFirstScheduler::HostFirstScheduler() = default;
-HostFirstScheduler::~HostFirstScheduler() = default;
+HostFirstScheduler::HostFirstScheduler()
+{
+    s_current = this;
+}
+
+HostFirstScheduler::~HostFirstScheduler()
+{
+    if (s_current == this)
+    {
+        s_current = nullptr;
+    }
+}
 
 void
 HostFirstScheduler::TagHostEvent(const EventImpl* ev, uint64_t key)
@@ -81,7 +91,12 @@ HostFirstScheduler::MakeEntry(const Event& ev, bool consumeTag)
 void
 HostFirstScheduler::Insert(const Event& ev)
 {
-    m_events.insert(MakeEntry(ev, true));
+    const Entry e = MakeEntry(ev, true);
+    if (e.cls != 0)
+    {
+        ++m_pendingOther;
+    }
+    m_events.insert(e);
 }
 
 void
@@ -118,10 +133,22 @@ HostFirstScheduler::PeekNext() const
     return ev;
 }
 
+const HostFirstScheduler* HostFirstScheduler::s_current = nullptr;
+
+uint64_t
+HostFirstScheduler::PendingOtherEvents()
+{
+    return s_current ? s_current->m_pendingOther : 0;
+}
+
 Scheduler::Event
 HostFirstScheduler::RemoveNext()
 {
     Event ev = PeekNext();
+    if (m_events.begin()->cls != 0)
+    {
+        --m_pendingOther;
+    }
     m_hostKeys.erase(ev.key.m_uid);
     m_events.erase(m_events.begin());
     return ev;
@@ -130,7 +157,11 @@ HostFirstScheduler::RemoveNext()
 void
 HostFirstScheduler::Remove(const Event& ev)
 {
-    m_events.erase(MakeEntry(ev, false));
+    const Entry e = MakeEntry(ev, false);
+    if (m_events.erase(e) && e.cls != 0)
+    {
+        --m_pendingOther;
+    }
     m_hostKeys.erase(ev.key.m_uid);
 }
 

@@ -37,6 +37,9 @@ class HostFirstScheduler : public Scheduler
     /// again), false to go on (hand out the event, or report no events).
     using Gate = std::function<bool(bool haveEvent, uint64_t ts)>;
     static void SetGate(Gate gate);
+    /// Events other than host steps queued in the scheduler of the running simulation (device
+    /// work, the network): 0 means no device work can complete until a program issues more.
+    static uint64_t PendingOtherEvents();
 
     void Insert(const Event& ev) override;
     bool IsEmpty() const override;
@@ -74,6 +77,8 @@ class HostFirstScheduler : public Scheduler
     Entry MakeEntry(const Event& ev, bool consumeTag);
     void Settle() const;
 
+    static const HostFirstScheduler* s_current;
+    uint64_t m_pendingOther = 0; //!< queued events that are not host steps
     std::set<Entry> m_events;
     std::unordered_map<uint32_t, uint64_t> m_hostKeys; //!< uid -> key of queued host steps
 };

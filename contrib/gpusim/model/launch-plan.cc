@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace ns3
 {
@@ -115,6 +116,8 @@ LaunchPlan::Environment(const Process& p, uint32_t processes) const
     env["LOCAL_WORLD_SIZE"] = std::to_string(p.localSize);
     env["MASTER_ADDR"] = "127.0.0.1";
     env["MASTER_PORT"] = std::to_string(kMasterPort);
+    // The processes of one job (claims of GPUs and ranks never pass to a later process).
+    env["GPUSIM_JOB"] = std::to_string(::getpid());
     env["GPUSIM_SERVER"] = std::to_string(p.server);
     env["GPUSIM_SERVERS"] = std::to_string(Servers());
     env["GPUSIM_GPUS_PER_SERVER"] = std::to_string(gpusPerServer);

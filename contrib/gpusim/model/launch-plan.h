@@ -51,8 +51,8 @@ struct LaunchPlan
 
     /// Environment of process `p`: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
     /// MASTER_ADDR/MASTER_PORT (torchrun's), the shim's GPUSIM_RANK, GPUSIM_LOCAL_RANK,
-    /// GPUSIM_WORLD_SIZE, GPUSIM_SERVER, GPUSIM_SERVERS, GPUSIM_GPUS_PER_SERVER, GPUSIM_DEVICES
-    /// and CUDA_VISIBLE_DEVICES when the plan pins GPUs.
+    /// GPUSIM_WORLD_SIZE, GPUSIM_JOB, GPUSIM_SERVER, GPUSIM_SERVERS, GPUSIM_GPUS_PER_SERVER,
+    /// GPUSIM_DEVICES and CUDA_VISIBLE_DEVICES when the plan pins GPUs.
     std::map<std::string, std::string> Environment(const Process& p, uint32_t processes) const;
     /// Variables a process must not inherit from gpusim's own environment (a real machine's
     /// CUDA_VISIBLE_DEVICES names real GPUs, not the simulated server's).

@@ -635,9 +635,59 @@ LiveJobSource::Deadlocked()
     return true;
 }
 
+void
+LiveJobSource::NoteProgress()
+{
+    m_pollsSinceProgress = 0;
+    m_progressWallS = -1;
+}
+
+void
+LiveJobSource::CheckLivelock()
+{
+    // Programs keep polling while no device work is in flight: what they poll for can never
+    // complete (a peer that died, a collective some rank never joins), and their time only
+    // advances by the polls' cost. Reported instead of running until memory runs out.
+    if (m_pollsSinceProgress < kLivelockPolls || HostFirstScheduler::PendingOtherEvents() > 0)
+    {
+        if (HostFirstScheduler::PendingOtherEvents() > 0)
+        {
+            m_progressWallS = -1;
+        }
+        return;
+    }
+    const double now = WallSeconds();
+    if (m_progressWallS < 0)
+    {
+        m_progressWallS = now;
+        return;
+    }
+    if (now - m_progressWallS < kLivelockWallS)
+    {
+        return;
+    }
+    std::ostringstream os;
+    os << "the programs keep polling for work that can never complete (" << m_pollsSinceProgress
+       << " polls answered \"not ready\" while no device work was in flight, at simulated "
+       << Simulator::Now().GetMicroSeconds() << " us):";
+    for (const auto& [key, what] : m_lastPoll)
+    {
+        os << "\n  " << Describe(key.first, key.second) << " polls " << what;
+    }
+    throw LiveRunEnded(os.str());
+}
+
 bool
 LiveJobSource::Gate(bool haveEvent, uint64_t ts)
 {
+    if (InterruptGuard::Received())
+    {
+        CheckDeadline(); // a signal ends the run at once, even while events run back to back
+    }
+    if ((++m_gateCalls & 1023) == 0)
+    {
+        CheckLivelock();
+    }
     // Called several times per event: the bound is recomputed only when something changed.
     if (m_dirty)
     {
@@ -743,6 +793,22 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     const PendingAnswer a = it->second;
     m_waits.erase(it);
     const uint64_t now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+    // A poll answered "not ready" (the engine turned it into the host time it cost).
+    if (value == 0 && op.kind == gpusim::OpKind::HostWork &&
+        (op.name == "cudaStreamQuery" || op.name == "cudaEventQuery"))
+    {
+        ++m_pollsSinceProgress;
+        char what[128];
+        std::snprintf(what, sizeof what, "%s on %s %lld", op.name.c_str(),
+                      op.name == "cudaStreamQuery" ? "stream" : "event",
+                      op.name == "cudaStreamQuery" ? static_cast<long long>(op.stream)
+                                                   : static_cast<long long>(op.event));
+        m_lastPoll[{rank, thread}] = what;
+    }
+    else
+    {
+        NoteProgress();
+    }
     auto c = m_conns.find(a.conn);
     if (m_spec.active && now >= m_bound && c != m_conns.end())
     {
@@ -1050,6 +1116,10 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     catch (const gpusim::TraceFormatError& e)
     {
         throw LiveRunEnded(e.what());
+    }
+    if (!op.query)
+    {
+        NoteProgress(); // the program did something other than polling
     }
     m_store[rank].push_back(std::move(op));
     Op* stored = &m_store[rank].back();
@@ -1406,12 +1476,14 @@ LiveJobSource::Run()
         FailWaitingCalls(m_endReason.empty()
                              ? "the simulation cannot complete this call (see gpusim's report)"
                              : "gpusim run ended: " + m_endReason);
-        const double until = WallSeconds() + (InterruptGuard::Received() ? 0.2 : 3.0);
+        // Interrupted: the user wants the report within a second.
+        const bool interrupted = InterruptGuard::Received() != 0;
+        const double until = WallSeconds() + (interrupted ? 0.1 : 3.0);
         while (!m_launcher.Reap() && WallSeconds() < until)
         {
-            Pump(50, false);
+            Pump(interrupted ? 10 : 50, false);
         }
-        m_launcher.StopAll(2.0);
+        m_launcher.StopAll(interrupted ? 0.3 : 2.0);
         if (m_endReason.empty())
         {
             m_endReason = "the simulation could not go on while programs still ran";

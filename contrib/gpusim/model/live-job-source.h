@@ -243,6 +243,15 @@ class LiveJobSource : public OpFeed
     /// wake, see the shim's vclock.cc). True if any was lifted.
     bool LiftBlockedThreads();
     void FailWaitingCalls(const std::string& why);
+    /// Livelock: programs poll for work that can never complete (see CheckLivelock).
+    void NoteProgress();
+    void CheckLivelock();
+    static constexpr uint64_t kLivelockPolls = 10000; //!< "not ready" answers in a row, and
+    static constexpr double kLivelockWallS = 2.0;     //!< this long with no device work queued
+    uint64_t m_pollsSinceProgress = 0;
+    double m_progressWallS = -1;
+    uint64_t m_gateCalls = 0;
+    std::map<std::pair<uint32_t, uint32_t>, std::string> m_lastPoll; //!< (rank, thread) -> what
     void CheckDeadline() const;
     std::string Describe(uint32_t rank, uint32_t thread) const;
     std::string DescribeProcess(int32_t process) const;
