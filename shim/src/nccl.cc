@@ -369,12 +369,21 @@ ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclCo
   return Unsupported("ncclScatter is not supported: the trace format has no scatter (returns ncclInvalidUsage)");
 }
 
-// Symmetric-memory windows, the device API and the group simulator: exported so programs load,
+ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
+  GPUSIM_API(Call);
+  if (win) *win = nullptr;
+  return Unsupported("ncclCommWindowRegister is not supported: symmetric windows are not emulated (returns ncclInvalidUsage)");
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  GPUSIM_API(Call);
+  return Unsupported("ncclCommWindowDeregister is not supported (returns ncclInvalidUsage)");
+}
+
+// The device API and the group simulator: exported so programs load,
 // not emulated. Arguments are ignored, so these are defined without parameters.
 #define GPUSIM_NCCL_STUB(fn) \
   ncclResult_t fn() { return Unsupported(#fn " is not supported (returns ncclInvalidUsage)"); }
-GPUSIM_NCCL_STUB(ncclCommWindowRegister)
-GPUSIM_NCCL_STUB(ncclCommWindowDeregister)
 GPUSIM_NCCL_STUB(ncclGroupSimulateEnd)
 GPUSIM_NCCL_STUB(ncclDevCommCreate)
 GPUSIM_NCCL_STUB(ncclDevCommDestroy)
