@@ -3,7 +3,7 @@
 // clock). One column per GPU system; GPUSIM_API_COSTS=FILE overrides entries ("name microseconds"
 // per line, '#' comments), e.g. with numbers measured on one's own machine.
 //
-// Sources (details and the measurements behind every number: doc/live-mode.md, "Host time"):
+// Sources (details and the measurements behind every number: doc/host-costs.md):
 //  [K-H100] our Kineto trace of an H100 host (shared/data/kineto/tracelens_h100_*: EPYC 9654,
 //           driver 575, CUDA 12.4): medians of the cuda_runtime event durations, minus ~0.5 us of
 //           CUPTI instrumentation for launches;
