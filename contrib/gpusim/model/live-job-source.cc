@@ -1039,9 +1039,10 @@ LiveJobSource::Ingest(int32_t id, const char* data, size_t n)
     size_t start = 0;
     for (size_t nl; m_conns.count(id) && (nl = m_conns.at(id).in.find('\n', start)) != std::string::npos;)
     {
-        std::string line = m_conns.at(id).in.substr(start, nl - start);
+        const std::string& in = m_conns.at(id).in;
+        const size_t from = start;
         start = nl + 1;
-        HandleLine(id, line);
+        HandleLine(id, std::string_view(in.data() + from, nl - from));
     }
     if (m_conns.count(id))
     {
@@ -1050,43 +1051,50 @@ LiveJobSource::Ingest(int32_t id, const char* data, size_t n)
 }
 
 void
-LiveJobSource::HandleLine(int32_t id, const std::string& line)
+LiveJobSource::HandleLine(int32_t id, std::string_view line)
 {
     Connection& c = m_conns.at(id);
     ++c.lines;
     c.lifted = false; // it runs again
-    const std::string where =
-        c.process >= 0 ? "live " + DescribeProcess(c.process) : std::string("live connection");
+    const std::string& where = c.where;
     if (line.rfind("HELLO ", 0) == 0)
     {
         int proc = -1;
         int pid = -1;
         int tid = -1;
-        if (c.process >= 0 || std::sscanf(line.c_str() + 6, "%d %d %d", &proc, &pid, &tid) != 3 ||
+        const std::string hello(line.substr(0, 80));
+        if (c.process >= 0 || std::sscanf(hello.c_str() + 6, "%d %d %d", &proc, &pid, &tid) != 3 ||
             pid <= 0)
         {
-            throw LiveRunEnded(where + ": bad hello '" + line.substr(0, 80) + "'");
+            throw LiveRunEnded(where + ": bad hello '" + hello + "'");
         }
         c.process = ProcessOf(pid);
         ++m_processes[c.process].connections;
         c.pid = pid;
         c.tid = tid;
+        c.where = "live " + DescribeProcess(c.process);
         return;
     }
     if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ' || c.process < 0)
     {
         throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
-                           ": not a gpusim live message: '" + line.substr(0, 80) + "'");
+                           ": not a gpusim live message: '" + std::string(line.substr(0, 80)) + "'");
     }
-    char* end = nullptr;
-    const long rankL = std::strtol(line.c_str() + 2, &end, 10);
-    if (end == line.c_str() + 2 || *end != ' ' || rankL < 0 ||
+    // "O <rank> {...}": the rank's digits, then the op's JSON up to the end of the line.
+    size_t pos = 2;
+    long rankL = 0;
+    while (pos < line.size() && pos < 12 && line[pos] >= '0' && line[pos] <= '9')
+    {
+        rankL = rankL * 10 + (line[pos++] - '0');
+    }
+    if (pos == 2 || pos >= line.size() || line[pos] != ' ' ||
         rankL >= static_cast<long>(m_store.size()))
     {
         throw LiveRunEnded(where + ", line " + std::to_string(c.lines) + ": rank out of range in '" +
-                           line.substr(0, 80) + "' (the job has " +
+                           std::string(line.substr(0, 80)) + "' (the job has " +
                            std::to_string(m_store.size()) + " GPUs)");
     }
+    const std::string_view json = line.substr(pos + 1);
     const uint32_t rank = static_cast<uint32_t>(rankL);
     // One GPU, one process (the shim refuses a second one before it sends anything; this
     // guards the protocol).
@@ -1111,7 +1119,7 @@ LiveJobSource::HandleLine(int32_t id, const std::string& line)
     Op op;
     try
     {
-        op = gpusim::ParseOpLine(std::string(end + 1), where, c.lines);
+        op = gpusim::ParseOpLine(json.data(), json.size(), where, c.lines);
     }
     catch (const gpusim::TraceFormatError& e)
     {

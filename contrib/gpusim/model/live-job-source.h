@@ -36,6 +36,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -138,6 +139,7 @@ class LiveJobSource : public OpFeed
     {
         int fd = -1;
         int32_t process = -1;      //!< index in m_processes (from HELLO)
+        std::string where = "live connection"; //!< names it in error messages
         std::string in;            //!< bytes not yet parsed
         uint64_t lines = 0;        //!< lines read (for error positions)
         uint64_t waitSeq = 0;      //!< W lines received
@@ -177,7 +179,7 @@ class LiveJobSource : public OpFeed
     /// timeoutMs for something to happen. Throws on interrupt or timeout.
     void Pump(int timeoutMs, bool checkDeadline = true);
     void ReadConnection(int32_t id);
-    void HandleLine(int32_t id, const std::string& line);
+    void HandleLine(int32_t id, std::string_view line);
     void CloseConnection(int32_t id);
     void Send(int32_t id, const std::string& msg);
     bool ThreadEnded(uint32_t rank, uint32_t thread) const;

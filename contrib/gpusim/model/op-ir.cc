@@ -548,9 +548,15 @@ DataTypeSize(DataType t)
 Op
 ParseOpLine(const std::string& line, const std::string& where, uint64_t lineNo)
 {
+    return ParseOpLine(line.data(), line.size(), where, lineNo);
+}
+
+Op
+ParseOpLine(const char* line, size_t size, const std::string& where, uint64_t lineNo)
+{
     static thread_local simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    auto err = parser.parse(line.data(), line.size(), true).get(doc);
+    auto err = parser.parse(line, size, true).get(doc);
     if (err)
     {
         throw TraceFormatError(where, lineNo, std::string("invalid JSON: ") + simdjson::error_message(err));

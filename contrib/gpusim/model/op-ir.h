@@ -211,6 +211,7 @@ RankTrace ReadRankTrace(const std::string& file, uint32_t rank);
 /// Parses one op line (a JSON object, as in a rank file); `where` and `lineNo` name it in
 /// errors. Throws TraceFormatError.
 Op ParseOpLine(const std::string& line, const std::string& where, uint64_t lineNo);
+Op ParseOpLine(const char* line, size_t size, const std::string& where, uint64_t lineNo);
 /// Serialises one op as a single JSON line (no trailing newline).
 std::string OpToJsonLine(const Op& op);
 /// Writes a trace directory atomically (temp files renamed into place). Throws std::runtime_error.
