@@ -2,16 +2,22 @@
 // to the simulator (GPUSIM_LIVE_SOCKET); ops go out as they are issued, and the calls whose
 // answer depends on simulated time wait for it. Protocol: contrib/gpusim/model/live-job-source.h.
 //
+// Op lines go through a ring in memory shared with the simulator (created here, handed over
+// with the HELLO line), so issuing an op costs no system call; a byte on the socket wakes the
+// simulator only when it said it is about to sleep. Answers come back on the socket.
+//
 // No hang: a wait ends with an error when the simulator closes the connection, when it is no
 // longer our parent process (it died), or after GPUSIM_LIVE_TIMEOUT seconds (if set).
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +64,22 @@ void Dead(const char* why) {
     fprintf(stderr, "gpusim: lost the simulator (%s); CUDA/NCCL calls that need it fail from now on\n", why);
 }
 
+// The shared ring's layout (the simulator reads it the same way: live-job-source.cc):
+// offset 0 the bytes written so far (this side), 64 the bytes read (the simulator), 128 the
+// simulator's "about to sleep, wake me" flag, 192 the capacity; the data from 4096, wrapping.
+constexpr size_t kRingHeader = 4096;
+constexpr uint64_t kRingCapacity = 4u << 20;
+struct Ring {
+  char* base = nullptr;
+  uint64_t* head() const { return (uint64_t*)base; }
+  uint64_t* tail() const { return (uint64_t*)(base + 64); }
+  uint32_t* sleeping() const { return (uint32_t*)(base + 128); }
+  char* data() const { return base + kRingHeader; }
+};
+
 struct Connection {
   int fd = -1;
+  Ring ring;          // null base: op lines go on the socket
   uint64_t sent = 0;  // W lines sent
   std::string in;
   std::map<uint64_t, LiveAnswer> answers;  // received, not yet collected
@@ -67,9 +87,76 @@ struct Connection {
                                             // from a snapshot may repeat an answer: ignored)
   ~Connection() {
     if (fd >= 0) close(fd);
+    if (ring.base) munmap(ring.base, kRingHeader + kRingCapacity);
   }
 };
 thread_local Connection t_conn;
+
+// A ring in memory the simulator will map too (nullptr base if it cannot be made: the socket
+// carries the ops then). Returns its file descriptor (to hand over) or -1.
+int MakeRing(Ring* ring) {
+  int fd = memfd_create("gpusim-live-ring", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)(kRingHeader + kRingCapacity)) != 0) {
+    close(fd);
+    return -1;
+  }
+  void* p = mmap(nullptr, kRingHeader + kRingCapacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    return -1;
+  }
+  ring->base = (char*)p;
+  *(uint32_t*)(ring->base + 192) = (uint32_t)kRingCapacity;
+  return fd;
+}
+
+// Sends the HELLO line with the ring's descriptor attached.
+bool SendHello(int fd, const char* hello, size_t n, int ringFd) {
+  iovec iov = {(void*)hello, n};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  if (ringFd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &ringFd, sizeof(int));
+  }
+  ssize_t w;
+  do {
+    w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+  } while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n;
+}
+
+// Appends one line to the ring; wakes the simulator if it is about to sleep. False when the
+// simulator is gone (a full ring it no longer drains).
+bool RingWrite(Connection& c, const char* p, size_t n) {
+  const Ring& r = c.ring;
+  const uint64_t head = __atomic_load_n(r.head(), __ATOMIC_RELAXED);
+  for (int waited = 0; kRingCapacity - (head - __atomic_load_n(r.tail(), __ATOMIC_ACQUIRE)) < n; ++waited) {
+    // Full: the simulator drains it whenever it looks at the programs; make sure it looks.
+    if (g_dead || (waited % 20000 == 19999 && getppid() != Cfg().simulator)) return false;
+    if (send(c.fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE) return false;
+    usleep(50);
+  }
+  const uint64_t at = head % kRingCapacity;
+  const size_t first = (size_t)std::min<uint64_t>(n, kRingCapacity - at);
+  memcpy(r.data() + at, p, first);
+  memcpy(r.data(), p + first, n - first);
+  __atomic_store_n(r.head(), head + n, __ATOMIC_RELEASE);
+  // Pairs with the simulator's flag-then-check before it sleeps: one side sees the other.
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(r.sleeping(), __ATOMIC_RELAXED)) {
+    if (send(c.fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE) return false;
+  }
+  return true;
+}
 
 // Non-blocking polls before a blocking one while waiting for an answer (~20 us).
 constexpr int kSpinPolls = 100;
@@ -102,7 +189,10 @@ Connection* Connect() {
   // The thread id lets the simulator see when this thread is blocked outside CUDA.
   int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(),
                    (int)syscall(SYS_gettid));
-  if (!WriteAll(fd, hello, (size_t)n)) {
+  const int ringFd = MakeRing(&c.ring);
+  const bool sent = SendHello(fd, hello, (size_t)n, ringFd);
+  if (ringFd >= 0) close(ringFd);  // the simulator has its own descriptor now
+  if (!sent) {
     close(fd);
     Dead("cannot write to its socket");
     return nullptr;
@@ -162,7 +252,7 @@ uint64_t LiveSend(int rank, const std::string& json, bool wait) {
   msg += ' ';
   msg += json;
   msg += '\n';
-  if (!WriteAll(c->fd, msg.data(), msg.size())) {
+  if (!(c->ring.base ? RingWrite(*c, msg.data(), msg.size()) : WriteAll(c->fd, msg.data(), msg.size()))) {
     Dead("its socket closed");
     return 0;
   }

@@ -18,9 +18,12 @@
 #include <poll.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <thread>
+#include <tuple>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +48,31 @@ WallSeconds()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
+}
+
+// The shared op ring of a program thread (the shim's layout, shim/src/live.cc): bytes written
+// at offset 0 (the program), bytes read at 64 (us), our "about to sleep" flag at 128, the
+// capacity at 192, the data from 4096, wrapping.
+constexpr size_t kRingHeader = 4096;
+uint64_t*
+RingHead(char* ring)
+{
+    return reinterpret_cast<uint64_t*>(ring);
+}
+uint64_t*
+RingTail(char* ring)
+{
+    return reinterpret_cast<uint64_t*>(ring + 64);
+}
+uint32_t*
+RingSleeping(char* ring)
+{
+    return reinterpret_cast<uint32_t*>(ring + 128);
+}
+uint32_t
+RingCapacity(char* ring)
+{
+    return *reinterpret_cast<uint32_t*>(ring + 192);
 }
 
 uint64_t
@@ -955,16 +983,31 @@ LiveJobSource::Pump(int timeoutMs, bool checkDeadline)
         m_pollFds.push_back({c.fd, POLLIN, 0});
         m_pollIds.push_back(id);
     }
+    // What the programs wrote to their rings needs no waiting.
+    if (DrainRings() && timeoutMs > 0)
+    {
+        timeoutMs = 0;
+    }
     // The programs usually answer within microseconds: look briefly before sleeping (a sleep
     // costs the machine's process wake-up latency on every round trip).
     int n = 0;
     for (int spin = 0; m_spin && spin < 100 && n == 0 && timeoutMs > 0; ++spin)
     {
         n = ::poll(m_pollFds.data(), m_pollFds.size(), 0);
+        if (n == 0 && DrainRings())
+        {
+            timeoutMs = 0;
+        }
     }
     if (n == 0)
     {
+        if (timeoutMs > 0 && SleepRings(true))
+        {
+            timeoutMs = 0; // written just before the flag was seen
+        }
         n = ::poll(m_pollFds.data(), m_pollFds.size(), timeoutMs);
+        SleepRings(false);
+        DrainRings();
     }
     m_dirty = true;
     if (n <= 0)
@@ -1006,17 +1049,28 @@ LiveJobSource::ReadConnection(int32_t id)
         {
             return;
         }
-        ssize_t n = ::recv(it->second.fd, buf, sizeof buf, 0);
+        // The HELLO line brings the thread's op ring; afterwards the socket only carries
+        // wake-up bytes (and, without a ring, the op lines themselves).
+        iovec iov = {buf, sizeof buf};
+        char control[CMSG_SPACE(sizeof(int))];
+        msghdr msg = {};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t n = ::recvmsg(it->second.fd, &msg, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
         {
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         {
+            DrainRing(id);
             return;
         }
         if (n <= 0)
         {
+            DrainRing(id); // what the thread wrote before it ended
             if (m_spec.active)
             {
                 m_spec.eof.insert(id);
@@ -1024,18 +1078,144 @@ LiveJobSource::ReadConnection(int32_t id)
             CloseConnection(id);
             return;
         }
-        if (m_spec.active)
+        for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
         {
-            m_spec.log[id].append(buf, static_cast<size_t>(n));
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+            {
+                int ringFd = -1;
+                std::memcpy(&ringFd, CMSG_DATA(cm), sizeof ringFd);
+                AttachRing(id, ringFd);
+            }
         }
         Ingest(id, buf, static_cast<size_t>(n));
     }
 }
 
 void
+LiveJobSource::AttachRing(int32_t id, int ringFd)
+{
+    Connection& c = m_conns.at(id);
+    struct stat st;
+    if (c.ring || ringFd < 0 || ::fstat(ringFd, &st) != 0 ||
+        static_cast<size_t>(st.st_size) <= kRingHeader)
+    {
+        if (ringFd >= 0 && ringFd != c.ringFd)
+        {
+            ::close(ringFd);
+        }
+        return;
+    }
+    void* p = ::mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, ringFd, 0);
+    if (p == MAP_FAILED || RingCapacity(static_cast<char*>(p)) + kRingHeader >
+                               static_cast<size_t>(st.st_size))
+    {
+        throw LiveRunEnded(c.where + ": cannot map its op ring");
+    }
+    c.ring = static_cast<char*>(p);
+    c.ringBytes = st.st_size;
+    c.ringFd = ringFd; // kept: a rolled-back snapshot gets it with the connection
+    if (m_spec.active)
+    {
+        m_spec.rings.insert(id); // the snapshot has not seen this ring: hand it over on rollback
+    }
+}
+
+bool
+LiveJobSource::DrainRing(int32_t id)
+{
+    auto it = m_conns.find(id);
+    if (it == m_conns.end() || !it->second.ring)
+    {
+        return false;
+    }
+    char* ring = it->second.ring;
+    const uint64_t head = __atomic_load_n(RingHead(ring), __ATOMIC_ACQUIRE);
+    const uint64_t tail = __atomic_load_n(RingTail(ring), __ATOMIC_RELAXED);
+    if (head == tail)
+    {
+        return false;
+    }
+    const uint64_t capacity = RingCapacity(ring);
+    const uint64_t at = tail % capacity;
+    const size_t first = static_cast<size_t>(std::min(head - tail, capacity - at));
+    AppendInput(id, ring + kRingHeader + at, first);
+    AppendInput(id, ring + kRingHeader, static_cast<size_t>(head - tail) - first);
+    // Consumed (and logged, when speculating) before the lines are handled: a rollback while
+    // handling them hands the snapshot these bytes, which must not be read again.
+    __atomic_store_n(RingTail(ring), head, __ATOMIC_RELEASE);
+    HandleInput(id);
+    return true;
+}
+
+bool
+LiveJobSource::DrainRings()
+{
+    bool any = false;
+    m_drainIds.clear();
+    for (const auto& [id, c] : m_conns)
+    {
+        if (c.ring)
+        {
+            m_drainIds.push_back(id);
+        }
+    }
+    for (int32_t id : m_drainIds)
+    {
+        any = DrainRing(id) || any;
+    }
+    return any;
+}
+
+bool
+LiveJobSource::SleepRings(bool sleeping)
+{
+    // Before sleeping in poll(): tell every program to wake us (a byte on its socket) when it
+    // writes, then look once more (a write that missed the flag is seen here).
+    bool data = false;
+    for (const auto& [id, c] : m_conns)
+    {
+        if (c.ring)
+        {
+            __atomic_store_n(RingSleeping(c.ring), sleeping ? 1u : 0u, __ATOMIC_RELAXED);
+        }
+    }
+    if (!sleeping)
+    {
+        return false;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (const auto& [id, c] : m_conns)
+    {
+        data = data || (c.ring && __atomic_load_n(RingHead(c.ring), __ATOMIC_RELAXED) !=
+                                      __atomic_load_n(RingTail(c.ring), __ATOMIC_RELAXED));
+    }
+    return data;
+}
+
+void
 LiveJobSource::Ingest(int32_t id, const char* data, size_t n)
 {
+    AppendInput(id, data, n);
+    HandleInput(id);
+}
+
+void
+LiveJobSource::AppendInput(int32_t id, const char* data, size_t n)
+{
+    if (n == 0)
+    {
+        return;
+    }
+    if (m_spec.active)
+    {
+        m_spec.log[id].append(data, n);
+    }
     m_conns.at(id).in.append(data, n);
+}
+
+void
+LiveJobSource::HandleInput(int32_t id)
+{
     size_t start = 0;
     for (size_t nl; m_conns.count(id) && (nl = m_conns.at(id).in.find('\n', start)) != std::string::npos;)
     {
@@ -1053,6 +1233,10 @@ LiveJobSource::Ingest(int32_t id, const char* data, size_t n)
 void
 LiveJobSource::HandleLine(int32_t id, std::string_view line)
 {
+    if (line.empty())
+    {
+        return; // a wake-up byte
+    }
     Connection& c = m_conns.at(id);
     ++c.lines;
     c.lifted = false; // it runs again
@@ -1206,6 +1390,11 @@ LiveJobSource::CloseConnection(int32_t id)
         return;
     }
     ::close(it->second.fd);
+    if (it->second.ring)
+    {
+        ::munmap(it->second.ring, it->second.ringBytes);
+        ::close(it->second.ringFd);
+    }
     if (it->second.process >= 0 && m_processes[it->second.process].connections > 0)
     {
         --m_processes[it->second.process].connections;
@@ -1262,11 +1451,14 @@ LiveJobSource::WaitAsSnapshot(int channel)
     // Blocks until the speculating child commits (then this snapshot is not needed: exit) or
     // rolls back (then ingest what it read, and go on from this state).
     char rec[4096];
-    std::vector<std::pair<int32_t, int>> fds; // connections the child accepted
+    // Connections the child accepted: (id, socket, op ring or -1); rings it attached to
+    // connections this snapshot knows: (id, op ring).
+    std::vector<std::tuple<int32_t, int, int>> fds;
+    std::vector<std::pair<int32_t, int>> rings;
     while (true)
     {
         iovec iov = {rec, sizeof rec - 1};
-        char control[CMSG_SPACE(sizeof(int))];
+        char control[CMSG_SPACE(2 * sizeof(int))];
         msghdr msg = {};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
@@ -1295,12 +1487,24 @@ LiveJobSource::WaitAsSnapshot(int channel)
         if (rec[0] == 'F')
         {
             cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-            int fd = -1;
+            int got[2] = {-1, -1};
             if (cm && cm->cmsg_type == SCM_RIGHTS)
             {
-                std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+                const size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                std::memcpy(got, CMSG_DATA(cm), std::min<size_t>(n, 2) * sizeof(int));
             }
-            fds.emplace_back(std::atoi(rec + 2), fd);
+            fds.emplace_back(std::atoi(rec + 2), got[0], got[1]);
+            continue;
+        }
+        if (rec[0] == 'G')
+        {
+            cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+            int ringFd = -1;
+            if (cm && cm->cmsg_type == SCM_RIGHTS)
+            {
+                std::memcpy(&ringFd, CMSG_DATA(cm), sizeof ringFd);
+            }
+            rings.emplace_back(std::atoi(rec + 2), ringFd);
             continue;
         }
         if (rec[0] == 'R')
@@ -1327,12 +1531,24 @@ LiveJobSource::WaitAsSnapshot(int channel)
     ++m_stats.rollbacks;
     m_stats.resimulatedEvents += events;
     m_rolledBack(events);
-    for (const auto& [id, fd] : fds)
+    for (const auto& [id, fd, ringFd] : fds)
     {
         Connection c;
         c.fd = fd;
         m_conns.emplace(id, std::move(c));
         m_nextConn = std::max(m_nextConn, id + 1);
+        AttachRing(id, ringFd);
+    }
+    for (const auto& [id, ringFd] : rings)
+    {
+        if (m_conns.count(id))
+        {
+            AttachRing(id, ringFd);
+        }
+        else if (ringFd >= 0)
+        {
+            ::close(ringFd);
+        }
     }
     size_t pos = 0;
     while (pos < log.size())
@@ -1397,8 +1613,35 @@ LiveJobSource::RollBack()
         {
             continue; // accepted and closed since: its bytes and end are in the log
         }
+        // The connection's socket and, if it has one, its op ring.
         char rec[32];
         const int len = std::snprintf(rec, sizeof rec, "F %d", id);
+        iovec iov = {rec, static_cast<size_t>(len)};
+        const int fds[2] = {it->second.fd, it->second.ringFd};
+        const int nfds = it->second.ringFd >= 0 ? 2 : 1;
+        char control[CMSG_SPACE(2 * sizeof(int))] = {};
+        msghdr msg = {};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        std::memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+        (void)!::sendmsg(m_spec.channel, &msg, 0);
+    }
+    // Rings of connections the snapshot knows, attached since (their HELLO came later).
+    for (int32_t id : m_spec.rings)
+    {
+        auto it = m_conns.find(id);
+        if (it == m_conns.end() || m_spec.accepted.count(id) || it->second.ringFd < 0)
+        {
+            continue;
+        }
+        char rec[32];
+        const int len = std::snprintf(rec, sizeof rec, "G %d", id);
         iovec iov = {rec, static_cast<size_t>(len)};
         char control[CMSG_SPACE(sizeof(int))] = {};
         msghdr msg = {};
@@ -1410,7 +1653,7 @@ LiveJobSource::RollBack()
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(cm), &it->second.fd, sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &it->second.ringFd, sizeof(int));
         (void)!::sendmsg(m_spec.channel, &msg, 0);
     }
     const std::string rec = "R " + path + " " + std::to_string(m_spec.events);

@@ -16,8 +16,11 @@
  * rolls back when an op arrives in the speculated past; see doc/live-mode.md.
  *
  * Wire protocol (Unix stream socket, one connection per program thread that calls CUDA):
- *   client: "HELLO <process> <pid> <tid>\n", then "O <rank> <op json>\n" (no answer wanted) or
- *           "W <rank> <op json>\n" (the thread waits for the answer);
+ *   client: "HELLO <process> <pid> <tid>\n" (with the descriptor of its op ring attached), then
+ *           "O <rank> <op json>\n" (no answer wanted) or "W <rank> <op json>\n" (the thread
+ *           waits for the answer), written to the ring (memory shared with the simulator; on
+ *           the socket when the program could not make one); a lone "\n" on the socket wakes
+ *           the simulator, sent only when it flagged the ring before sleeping;
  *   server: "A <seq> <time_ns> <value>\n" answers the seq-th W line of that connection (1-based);
  *           "E <seq> <message>\n" fails it (the simulation cannot answer).
  * The rank of an op is the cluster rank of the GPU the program used (server x GPUs per server +
@@ -140,6 +143,9 @@ class LiveJobSource : public OpFeed
         int fd = -1;
         int32_t process = -1;      //!< index in m_processes (from HELLO)
         std::string where = "live connection"; //!< names it in error messages
+        char* ring = nullptr;      //!< the thread's op ring (shared memory), if it has one
+        size_t ringBytes = 0;
+        int ringFd = -1;           //!< kept to hand a restored snapshot the ring
         std::string in;            //!< bytes not yet parsed
         uint64_t lines = 0;        //!< lines read (for error positions)
         uint64_t waitSeq = 0;      //!< W lines received
@@ -179,6 +185,15 @@ class LiveJobSource : public OpFeed
     /// timeoutMs for something to happen. Throws on interrupt or timeout.
     void Pump(int timeoutMs, bool checkDeadline = true);
     void ReadConnection(int32_t id);
+    /// Maps a program thread's op ring (its descriptor came with the HELLO line).
+    void AttachRing(int32_t id, int ringFd);
+    /// Reads what the thread wrote to its ring since the last time; true if anything.
+    bool DrainRing(int32_t id);
+    bool DrainRings();
+    /// Sets or clears every ring's "wake me" flag; when setting, true if a ring has data.
+    bool SleepRings(bool sleeping);
+    void AppendInput(int32_t id, const char* data, size_t n);
+    void HandleInput(int32_t id);
     void HandleLine(int32_t id, std::string_view line);
     void CloseConnection(int32_t id);
     void Send(int32_t id, const std::string& msg);
@@ -223,6 +238,7 @@ class LiveJobSource : public OpFeed
         std::map<int32_t, std::string> log; //!< bytes read per connection since the snapshot
         std::set<int32_t> eof;      //!< connections that ended since
         std::set<int32_t> accepted; //!< connections accepted since
+        std::set<int32_t> rings;    //!< connections whose op ring was attached since
     };
     struct HeldAnswer
     {
@@ -294,6 +310,7 @@ class LiveJobSource : public OpFeed
     double m_lastReapS = 0;
     std::vector<struct pollfd> m_pollFds;
     std::vector<int32_t> m_pollIds;
+    std::vector<int32_t> m_drainIds;
     double m_stuckSince = -1;
     double m_heldSince = -1;        //!< the gate has been holding an event since (wall s)
     std::string m_waitingFor;       //!< what Pump() is waiting for (timeout messages)
