@@ -1,8 +1,11 @@
 // libgpusim-clock.so: LD_PRELOADed by `gpusim run` so that the program's clock reads
 // (clock_gettime, gettimeofday, time; std::chrono and Python's time module go through them)
-// return the rank's virtual time kept by libcudart.so.13 (vclock.cc). Built without a version
-// script: an unversioned definition here satisfies programs' versioned references to libc's.
+// return the rank's virtual time kept by libcudart.so.13 (vclock.cc), and its sleeps
+// (nanosleep, clock_nanosleep, usleep, sleep) take their time on that clock too. Built without a
+// version script: an unversioned definition here satisfies programs' versioned references to
+// libc's.
 #include <dlfcn.h>
+#include <errno.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -24,9 +27,52 @@ ClockFn Target() {
   return fn;
 }
 
+using SleepFn = int (*)(clockid_t, int, const struct timespec*, struct timespec*);
+
+int SyscallSleep(clockid_t id, int flags, const struct timespec* req, struct timespec* rem) {
+  long r = syscall(SYS_clock_nanosleep, id, flags, req, rem);
+  return r < 0 ? (int)-r : (int)r;  // clock_nanosleep returns the error, not -1
+}
+
+SleepFn SleepTarget() {
+  static SleepFn fn = [] {
+    SleepFn f = (SleepFn)dlsym(RTLD_DEFAULT, "gpusim_vclock_sleep");
+    if (!f) f = (SleepFn)dlsym(RTLD_NEXT, "clock_nanosleep");
+    return f ? f : &SyscallSleep;
+  }();
+  return fn;
+}
+
 }  // namespace
 
 extern "C" {
+
+__attribute__((visibility("default"))) int clock_nanosleep(clockid_t id, int flags, const struct timespec* req,
+                                                           struct timespec* rem) {
+  return SleepTarget()(id, flags, req, rem);
+}
+
+__attribute__((visibility("default"))) int nanosleep(const struct timespec* req, struct timespec* rem) {
+  int e = SleepTarget()(CLOCK_REALTIME, 0, req, rem);
+  if (e == 0) return 0;
+  errno = e;
+  return -1;
+}
+
+__attribute__((visibility("default"))) int usleep(useconds_t us) {
+  struct timespec req = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  int e = SleepTarget()(CLOCK_REALTIME, 0, &req, nullptr);
+  if (e == 0) return 0;
+  errno = e;
+  return -1;
+}
+
+__attribute__((visibility("default"))) unsigned int sleep(unsigned int seconds) {
+  struct timespec req = {(time_t)seconds, 0}, rem = {0, 0};
+  if (SleepTarget()(CLOCK_REALTIME, 0, &req, &rem) == 0) return 0;
+  return (unsigned)rem.tv_sec + (rem.tv_nsec > 0 ? 1 : 0);
+}
+
 
 __attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct timespec* ts) {
   return Target()(id, ts);

@@ -66,7 +66,8 @@ void Dead(const char* why) {
 
 // The shared ring's layout (the simulator reads it the same way: live-job-source.cc):
 // offset 0 the bytes written so far (this side), 64 the bytes read (the simulator), 128 the
-// simulator's "about to sleep, wake me" flag, 192 the capacity; the data from 4096, wrapping.
+// simulator's "about to sleep, wake me" flag, 192 the capacity, 256 how often the simulator
+// stopped waiting for this thread (it was waiting outside CUDA); the data from 4096, wrapping.
 constexpr size_t kRingHeader = 4096;
 constexpr uint64_t kRingCapacity = 4u << 20;
 struct Ring {
@@ -74,6 +75,7 @@ struct Ring {
   uint64_t* head() const { return (uint64_t*)base; }
   uint64_t* tail() const { return (uint64_t*)(base + 64); }
   uint32_t* sleeping() const { return (uint32_t*)(base + 128); }
+  uint32_t* lifts() const { return (uint32_t*)(base + 256); }
   char* data() const { return base + kRingHeader; }
 };
 
@@ -85,12 +87,19 @@ struct Connection {
   std::map<uint64_t, LiveAnswer> answers;  // received, not yet collected
   std::set<uint64_t> waiting;               // sent, not yet collected (a simulator restored
                                             // from a snapshot may repeat an answer: ignored)
-  ~Connection() {
-    if (fd >= 0) close(fd);
-    if (ring.base) munmap(ring.base, kRingHeader + kRingCapacity);
-  }
+  ~Connection();
 };
 thread_local Connection t_conn;
+// The calling thread's ring's lift counter: a plain pointer, readable in exit handlers after
+// the connection itself is gone (then null).
+thread_local const uint32_t* t_lifts = nullptr;
+
+Connection::~Connection() {
+  t_lifts = nullptr;
+  if (fd >= 0) close(fd);
+  if (ring.base) munmap(ring.base, kRingHeader + kRingCapacity);
+  ring.base = nullptr;
+}
 
 // A ring in memory the simulator will map too (nullptr base if it cannot be made: the socket
 // carries the ops then). Returns its file descriptor (to hand over) or -1.
@@ -190,6 +199,7 @@ Connection* Connect() {
   int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(),
                    (int)syscall(SYS_gettid));
   const int ringFd = MakeRing(&c.ring);
+  if (c.ring.base) t_lifts = c.ring.lifts();
   const bool sent = SendHello(fd, hello, (size_t)n, ringFd);
   if (ringFd >= 0) close(ringFd);  // the simulator has its own descriptor now
   if (!sent) {
@@ -239,6 +249,8 @@ __attribute__((constructor)) void InitLive() {
 }  // namespace
 
 bool LiveMode() { return Cfg().on && !g_forked; }
+
+uint32_t LiveLifts() { return t_lifts ? __atomic_load_n(t_lifts, __ATOMIC_ACQUIRE) : 0; }
 
 bool LiveLost() { return g_dead.load(std::memory_order_relaxed) && LiveMode(); }
 

@@ -88,6 +88,9 @@ GPUSIM_EXPORT bool LiveLost();
 // Sends one op line of trace rank `rank`; with `wait`, returns the sequence number to LiveWait
 // for (0: not sent, the simulator is gone).
 GPUSIM_EXPORT uint64_t LiveSend(int rank, const std::string& json, bool wait);
+// How often the simulator stopped waiting for the calling thread (it ran without CUDA calls while
+// every other thread waited: a wait outside CUDA such as an MPI barrier).
+GPUSIM_EXPORT uint32_t LiveLifts();
 // Waits for the answer to a W line; false (with a message printed) when it cannot come.
 GPUSIM_EXPORT bool LiveWait(uint64_t seq, LiveAnswer* out);
 // ---- host time (vclock.cc, host-cost.cc) ----

@@ -8,7 +8,7 @@
 //  - api-only: the call's host cost only (runs do not depend on the machine);
 //  - fixed:US: US per call (and per clock read).
 // What the shim does inside the call (encoding, sockets, waiting, emulated memory) never
-// advances V. A blocking call answered by the simulator sets V to the simulated time the call
+// advances V. A sleep of the program (nanosleep, usleep, ...) advances it by the time asked. A blocking call answered by the simulator sets V to the simulated time the call
 // returned, plus the wake-up latency when it had to wait for the device. The clock_gettime
 // family (interposed by libgpusim-clock.so, which calls gpusim_vclock_gettime) reads epoch + V,
 // so the program's own timers measure simulated time. CPU-time clocks stay real.
@@ -23,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -156,6 +158,8 @@ struct ThreadClock {
   // Since when the thread's sleeping is counted (blocked-thread rule).
   uint64_t refWall = 0, refCpu = 0, refRunDelay = 0;
   bool refRunDelayKnown = false;
+  bool live = false;        // the process is a live rank (its connection may be lifted)
+  uint32_t seenLifts = 0;
   SchedStat sched;
 };
 thread_local ThreadClock t_clock;
@@ -176,6 +180,7 @@ ThreadClock& Mine() {
   ThreadClock& c = t_clock;
   if (!c.init) {
     c.init = true;
+    c.live = Cfg().live;
     c.v = g_latest.load(std::memory_order_relaxed);
     // The main thread's start-up (loading, static constructors) is host time too.
     const bool main = (pid_t)syscall(SYS_gettid) == getpid();
@@ -227,6 +232,13 @@ void ApiEnter(ApiCost cost) {
     uint64_t spent = cpu > c.cpuExit ? cpu - c.cpuExit : 0;
     const uint64_t wallSpan = wall > c.wallExit ? wall - c.wallExit : 0;
     if (spent > wallSpan) spent = wallSpan;
+    // The simulation stopped waiting for this thread since its last call: it spun waiting for
+    // other processes outside CUDA (an MPI barrier), which is no host work of its own.
+    const uint32_t lifts = c.live ? LiveLifts() : 0;
+    if (lifts != c.seenLifts) {
+      c.seenLifts = lifts;
+      spent = 0;
+    }
     c.v += spent > CpuReadOverheadNs() ? spent - CpuReadOverheadNs() : 0;
   }
   if (wall > c.wallExit + kBlockedNs) {
@@ -329,4 +341,44 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_gettime(clockid_t id, struct timespec
   ts->tv_sec = (time_t)(ns / 1000000000ull);
   ts->tv_nsec = (long)(ns % 1000000000ull);
   return 0;
+}
+
+// A sleep of the program (interposed by libgpusim-clock.so): host time the program chose to
+// spend, so its clock moves on by the time asked (an absolute deadline on a virtual clock is
+// the time left until it); the thread also really sleeps that long, since other threads and
+// processes may be what it waits for. The shim's own sleeps (inside a call) stay real only.
+extern "C" GPUSIM_EXPORT int gpusim_vclock_sleep(clockid_t id, int flags, const struct timespec* req,
+                                                 struct timespec* rem) {
+  using namespace gpusim;
+  auto realSleep = [](clockid_t clk, int fl, const struct timespec* r, struct timespec* left) {
+    long e = syscall(SYS_clock_nanosleep, clk, fl, r, left);
+    return e < 0 ? (int)-e : (int)e;
+  };
+  const ClockConfig& c = Cfg();
+  const bool wall = id == CLOCK_REALTIME || id == CLOCK_MONOTONIC || id == CLOCK_BOOTTIME;
+  if (!c.active || !wall || !req || t_clock.depth > 0) return realSleep(id, flags, req, rem);
+  if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0) return EINVAL;
+  ApiEnter(ApiCost::Call);  // the program's time up to here, and the call
+  ThreadClock& t = Mine();
+  uint64_t ns = (uint64_t)req->tv_sec * 1000000000ull + (uint64_t)req->tv_nsec;
+  if (flags & TIMER_ABSTIME) {
+    // A deadline on the virtual clock the program reads (live) or on the real one (recording).
+    const uint64_t epoch = !c.live ? 0 : id == CLOCK_REALTIME ? c.epochReal : id == CLOCK_MONOTONIC ? c.epochMono : c.epochBoot;
+    const uint64_t now = c.live ? epoch + t.v : ReadNs(id);
+    ns = ns > now ? ns - now : 0;
+  }
+  const uint64_t start = ReadNs(CLOCK_MONOTONIC);
+  struct timespec rel = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  const int e = realSleep(CLOCK_MONOTONIC, 0, &rel, nullptr);
+  // Interrupted by a signal: only the part slept counts, and the rest is reported.
+  const uint64_t slept = e == 0 ? ns : std::min<uint64_t>(ns, ReadNs(CLOCK_MONOTONIC) - start);
+  if (e != 0 && rem && !(flags & TIMER_ABSTIME)) {
+    rem->tv_sec = (time_t)((ns - slept) / 1000000000ull);
+    rem->tv_nsec = (long)((ns - slept) % 1000000000ull);
+  }
+  t.v += slept;
+  Publish(t.v);
+  SetRef(t, ReadNs(CLOCK_MONOTONIC), ReadNs(CLOCK_THREAD_CPUTIME_ID));  // asked for, not blocked
+  ApiExit();
+  return e;
 }

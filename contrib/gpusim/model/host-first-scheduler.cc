@@ -141,6 +141,23 @@ HostFirstScheduler::PendingOtherEvents()
     return s_current ? s_current->m_pendingOther : 0;
 }
 
+bool
+HostFirstScheduler::HostStepPendingExcept(const std::set<uint64_t>& keys)
+{
+    if (!s_current)
+    {
+        return false;
+    }
+    for (const auto& [uid, key] : s_current->m_hostKeys)
+    {
+        if (!keys.count(key))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
 Scheduler::Event
 HostFirstScheduler::RemoveNext()
 {

@@ -40,6 +40,8 @@ class HostFirstScheduler : public Scheduler
     /// Events other than host steps queued in the scheduler of the running simulation (device
     /// work, the network): 0 means no device work can complete until a program issues more.
     static uint64_t PendingOtherEvents();
+    /// A host step of a thread whose key (rank << 32 | thread) is not in `keys` is queued.
+    static bool HostStepPendingExcept(const std::set<uint64_t>& keys);
 
     void Insert(const Event& ev) override;
     bool IsEmpty() const override;

@@ -52,7 +52,8 @@ WallSeconds()
 
 // The shared op ring of a program thread (the shim's layout, shim/src/live.cc): bytes written
 // at offset 0 (the program), bytes read at 64 (us), our "about to sleep" flag at 128, the
-// capacity at 192, the data from 4096, wrapping.
+// capacity at 192, how often we stopped waiting for the thread at 256, the data from 4096,
+// wrapping.
 constexpr size_t kRingHeader = 4096;
 uint64_t*
 RingHead(char* ring)
@@ -74,6 +75,13 @@ RingCapacity(char* ring)
 {
     return *reinterpret_cast<uint32_t*>(ring + 192);
 }
+/// Times the simulation stopped waiting for the thread (it tells the thread that the time
+/// until its next call was a wait, not host work).
+uint32_t*
+RingLifts(char* ring)
+{
+    return reinterpret_cast<uint32_t*>(ring + 256);
+}
 
 uint64_t
 ClockNs(clockid_t id)
@@ -91,7 +99,8 @@ LiveRunStats::ToJson() const
     std::ostringstream os;
     os << "{\"ops_received\":" << opsReceived << ",\"answers\":" << answers
        << ",\"wait_for_program_s\":" << waitForProgramS << ",\"late_threads\":" << lateThreads
-       << ",\"lifted_waits\":" << liftedWaits << ",\"late_ops\":" << lateOps
+       << ",\"lifted_waits\":" << liftedWaits << ",\"lifted_spinning\":" << liftedSpinning
+       << ",\"late_ops\":" << lateOps
        << ",\"sync\":\"" << (optimistic ? "optimistic" : "conservative")
        << "\",\"snapshots\":" << snapshots << ",\"commits\":" << commits
        << ",\"rollbacks\":" << rollbacks << ",\"resimulated_events\":" << resimulatedEvents
@@ -596,42 +605,77 @@ ThreadState(int32_t pid, int32_t tid)
 bool
 LiveJobSource::LiftBlockedThreads()
 {
-    // Only when every program thread that holds the bound is off the CPU: one that computes
-    // may still issue an op in the past of what would run next.
-    // And only threads whose process has another thread waiting for the simulator: they are
-    // waiting for it (a join, a lock); a lone thread that sleeps or reads a file is not, and
-    // waiting for it keeps the run exact.
-    std::vector<Connection*> holding;
+    // Off the CPU: only when every program thread that holds the bound is off the CPU (one that
+    // computes may still issue an op in the past of what would run next), and only threads
+    // whose process has another thread waiting for the simulator: they are waiting for it (a
+    // join, a lock); a lone thread that sleeps or reads a file is not, and waiting for it keeps
+    // the run exact.
+    // On the CPU: a thread that has not called CUDA for kSilentLiftS while every other program
+    // thread waits for the simulation is waiting for them outside CUDA (an MPI barrier spins):
+    // nothing it could still issue can come before they go on.
+    std::vector<Connection*> asleep;
+    std::vector<Connection*> silent;
+    bool allAsleep = true;
+    bool allSilent = true;
+    bool someoneWaits = false;
+    const double now = WallSeconds();
     for (auto& [id, c] : m_conns)
     {
-        if (c.outstanding == 0 && !c.lifted && c.process >= 0)
+        someoneWaits = someoneWaits || c.outstanding > 0 || c.heldAnswers > 0;
+        if (c.outstanding != 0 || c.lifted || c.process < 0)
         {
-            const char st = ThreadState(c.pid, c.tid);
-            if (st == 'R' || st == '?')
+            continue;
+        }
+        allSilent = allSilent && now - c.lastLineWallS >= kSilentLiftS;
+        silent.push_back(&c);
+        const char st = ThreadState(c.pid, c.tid);
+        if (st == 'R' || st == '?')
+        {
+            allAsleep = false;
+            continue;
+        }
+        bool sibling = false;
+        for (const auto& [other, o] : m_conns)
+        {
+            sibling = sibling || (other != id && o.process == c.process &&
+                                  (o.outstanding > 0 || o.heldAnswers > 0));
+        }
+        if (sibling)
+        {
+            asleep.push_back(&c);
+        }
+    }
+    std::vector<Connection*> lift = allAsleep ? asleep : std::vector<Connection*>();
+    if (!allAsleep && allSilent && someoneWaits)
+    {
+        lift = silent;
+        for (Connection* c : silent)
+        {
+            if (m_stats.liftedSpinning++ == 0)
             {
-                return false;
-            }
-            bool sibling = false;
-            for (const auto& [other, o] : m_conns)
-            {
-                sibling = sibling || (other != id && o.process == c.process &&
-                                      (o.outstanding > 0 || o.heldAnswers > 0));
-            }
-            if (sibling)
-            {
-                holding.push_back(&c);
+                std::fprintf(stderr,
+                             "gpusim run: warning: %s thread %d has run for %.1f s without a CUDA "
+                             "call while every other program thread waits for the simulation; it "
+                             "is taken to wait for them outside CUDA (e.g. spinning in an MPI "
+                             "barrier) and the simulation goes on without it\n",
+                             DescribeProcess(c->process).c_str(), c->tid,
+                             now - c->lastLineWallS);
             }
         }
     }
-    for (Connection* c : holding)
+    for (Connection* c : lift)
     {
         c->lifted = true;
+        if (c->ring)
+        {
+            __atomic_fetch_add(RingLifts(c->ring), 1u, __ATOMIC_RELEASE);
+        }
     }
-    if (!holding.empty())
+    if (!lift.empty())
     {
         ++m_stats.liftedWaits;
     }
-    return !holding.empty();
+    return !lift.empty();
 }
 
 bool
@@ -676,9 +720,25 @@ LiveJobSource::CheckLivelock()
     // Programs keep polling while no device work is in flight: what they poll for can never
     // complete (a peer that died, a collective some rank never joins), and their time only
     // advances by the polls' cost. Reported instead of running until memory runs out.
-    if (m_pollsSinceProgress < kLivelockPolls || HostFirstScheduler::PendingOtherEvents() > 0)
+    // Work that can still happen: device work in flight, or a thread that is not polling about
+    // to issue its next op (it may be what the polls wait for).
+    std::set<uint64_t> pollers;
+    for (const auto& [key, what] : m_lastPoll)
     {
-        if (HostFirstScheduler::PendingOtherEvents() > 0)
+        pollers.insert(static_cast<uint64_t>(key.first) << 32 | key.second);
+    }
+    // ... or a program thread that neither polls nor waits for an answer: it runs outside
+    // CUDA (maybe waiting for the pollers, as an MPI barrier does), and may still issue work.
+    bool running = false;
+    for (const auto& [id, c] : m_conns)
+    {
+        running = running || (c.process >= 0 && c.outstanding == 0 && !c.polling);
+    }
+    const bool progressPossible = running || HostFirstScheduler::PendingOtherEvents() > 0 ||
+                                  HostFirstScheduler::HostStepPendingExcept(pollers);
+    if (m_pollsSinceProgress < kLivelockPolls || progressPossible)
+    {
+        if (progressPossible)
         {
             m_progressWallS = -1;
         }
@@ -822,8 +882,13 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     m_waits.erase(it);
     const uint64_t now = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
     // A poll answered "not ready" (the engine turned it into the host time it cost).
-    if (value == 0 && op.kind == gpusim::OpKind::HostWork &&
-        (op.name == "cudaStreamQuery" || op.name == "cudaEventQuery"))
+    const bool notReady = value == 0 && op.kind == gpusim::OpKind::HostWork &&
+                          (op.name == "cudaStreamQuery" || op.name == "cudaEventQuery");
+    if (auto pc = m_conns.find(a.conn); pc != m_conns.end())
+    {
+        pc->second.polling = notReady;
+    }
+    if (notReady)
     {
         ++m_pollsSinceProgress;
         char what[128];
@@ -1240,6 +1305,7 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     Connection& c = m_conns.at(id);
     ++c.lines;
     c.lifted = false; // it runs again
+    c.lastLineWallS = WallSeconds();
     const std::string& where = c.where;
     if (line.rfind("HELLO ", 0) == 0)
     {
@@ -1312,6 +1378,7 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     if (!op.query)
     {
         NoteProgress(); // the program did something other than polling
+        c.polling = false;
     }
     m_store[rank].push_back(std::move(op));
     Op* stored = &m_store[rank].back();

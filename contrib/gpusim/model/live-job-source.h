@@ -54,6 +54,7 @@ struct LiveRunStats
     double waitForProgramS = 0;   //!< wall time the simulator waited for the program
     uint32_t lateThreads = 0;     //!< threads first seen after their start instant had passed
     uint32_t liftedWaits = 0;     //!< times the bound stopped waiting for blocked threads
+    uint32_t liftedSpinning = 0;  //!< threads lifted while on the CPU (waiting outside CUDA)
     uint64_t lateOps = 0;         //!< ops that arrived after the simulation passed their instant
     // Optimistic synchronization.
     bool optimistic = false;
@@ -154,6 +155,8 @@ class LiveJobSource : public OpFeed
         int32_t pid = -1;          //!< program process and thread (from HELLO)
         int32_t tid = -1;
         bool lifted = false;       //!< blocked outside CUDA while nothing else could move
+        double lastLineWallS = 0;  //!< when it last sent anything (wall s)
+        bool polling = false;      //!< its last answer was a poll's "not ready"
         uint64_t heldAnswers = 0;  //!< answers computed speculatively, not sent yet
         uint64_t heldMinNs = 0;    //!< earliest of them (the thread resumes no earlier)
 
@@ -266,6 +269,7 @@ class LiveJobSource : public OpFeed
     void CheckLivelock();
     static constexpr uint64_t kLivelockPolls = 10000; //!< "not ready" answers in a row, and
     static constexpr double kLivelockWallS = 2.0;     //!< this long with no device work queued
+    static constexpr double kSilentLiftS = 0.5; //!< on the CPU without a call while all wait
     uint64_t m_pollsSinceProgress = 0;
     double m_progressWallS = -1;
     uint64_t m_gateCalls = 0;
