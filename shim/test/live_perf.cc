@@ -14,9 +14,11 @@
 // syncs: ITERS cudaStreamSynchronize calls on an idle stream (round-trip benchmark).
 // launches: ITERS kernel launches and event records back to back, then one synchronize (the cost
 //   of the live path per non-blocking op); prints "launches N host_us H".
+// nap: sleeps ITERS ms (std::this_thread::sleep_for) between two clock reads; prints "nap host_us H".
 // --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
 // before its first collective. --poll: wait with a cudaStreamQuery loop instead of
-// cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: sleep N ms of real time
+// cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: wait N ms of real time in
+// poll() (as for I/O: no host time of the program)
 // after each AllReduce (CPU-idle time: no simulated host time; makes runs long in real time);
 // --sleep-rank R: only process R sleeps. --host-work-ms N (steps mode): N ms of CPU work after
 // issuing each step's AllReduce, before waiting for it (overlaps host work with communication).
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <poll.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -208,8 +211,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < a.iters; ++i) {
         if (rank == a.crashRank && bytes > a.minBytes) abort();
         AllReduce(gpus, count);
-        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank))
-          std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
+        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank)) poll(nullptr, 0, a.sleepMs);
       }
       CHECK_CUDA(cudaSetDevice(firstDevice));
       CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));
@@ -252,8 +254,7 @@ int main(int argc, char** argv) {
         if (rank == a.crashRank && step == a.iters / 2) abort();
         AllReduce(gpus, a.maxBytes / sizeof(float));
         if (a.hostWorkMs) BusyCpu(a.hostWorkMs);  // e.g. the next batch's preprocessing
-        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank))
-          std::this_thread::sleep_for(std::chrono::milliseconds(a.sleepMs));
+        if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank)) poll(nullptr, 0, a.sleepMs);
         WaitAll(a, gpus);
         if (rank == 0) printf("step %d %.3f ms\n", step, (NowUs() - t0) / 1e3);
       }
@@ -267,6 +268,10 @@ int main(int argc, char** argv) {
     }
     CHECK_CUDA(cudaStreamSynchronize(gpus[0].stream));
     if (rank == 0) printf("launches %d host_us %.3f\n", a.iters, NowUs() - t0);
+  } else if (a.mode == "nap") {
+    const double t0 = NowUs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(a.iters));
+    printf("nap host_us %.3f\n", NowUs() - t0);
   } else if (a.mode == "syncs") {
     // ITERS synchronisations of an idle stream: in live mode, one round trip each.
     CHECK_CUDA(cudaSetDevice(firstDevice));

@@ -195,6 +195,28 @@ CollectiveRows(const std::string& out)
 
 } // namespace
 
+// A sleep takes its time on the program's clock: 250 ms of std::this_thread::sleep_for read by
+// steady_clock around it are 250 ms (plus the clock read's cost), with every host-time mode.
+TEST(Live, SleepsTakeTheirTimeOnTheProgramsClock)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    for (const char* mode : {"api-only", "measured"})
+    {
+        SCOPED_TRACE(mode);
+        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time " + mode + " -- " + kPerf + " --mode nap -n 250");
+        ASSERT_EQ(r.code, 0) << r.err;
+        double us = -1;
+        ASSERT_EQ(std::sscanf(r.out.c_str(), "nap host_us %lf", &us), 1) << r.out;
+        EXPECT_GE(us, 250000.0) << r.out;
+        EXPECT_LT(us, 250000.0 + 100.0) << r.out;
+        if (std::string(mode) == "api-only")
+        {
+            EXPECT_NEAR(us, 250000.12, 0.001) << r.out; // + the nanosleep call 0.1, a clock read 0.02
+        }
+    }
+}
+
 // The program's own timers (steady_clock around the loop, CUDA events) read simulated time:
 // 10 SGEMMs of 4096^3 on H100 cost 2 * 4096^3 / (67 TFLOP/s * 0.7) each by the roofline
 // model's documented constants (FP32 non-tensor peak, ComputeEfficiency default).
@@ -691,8 +713,8 @@ Stat(const std::string& json, const std::string& key)
 }
 } // namespace
 
-// Optimistic synchronization gives the conservative result. Rank 1 sleeps (real time, no
-// simulated time) after each AllReduce: the simulator speculates past it, and its next op lands
+// Optimistic synchronization gives the conservative result. Rank 1 waits in poll() (real time,
+// no simulated time: as for I/O) after each AllReduce: the simulator speculates past it, and its next op lands
 // in the speculated past, so the speculation is rolled back and re-simulated.
 TEST(Live, OptimisticRollsBackToTheConservativeResult)
 {
