@@ -12,6 +12,7 @@ PACKAGES=(
   libsimdjson-dev libyaml-cpp-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler     # Chakra execution traces (model/proto/chakra-et.proto)
   libjemalloc-dev                       # the gpusim program's allocator (contrib/gpusim/CMakeLists.txt)
+  openmpi-bin libopenmpi-dev            # mpirun-launched programs on the shim (shim/test/mpi_train.cc)
 )
 
 missing=()
