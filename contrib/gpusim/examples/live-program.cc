@@ -56,7 +56,7 @@ main(int argc, char* argv[])
     cmd.AddValue("gpusPerServer", "GPUs per server", gpusPerServer);
     cmd.AddValue("backend", "network backend: flow or packet", backend);
     cmd.AddValue("cc", "TCP congestion control (packet backend)", cc);
-    cmd.AddValue("hostTime", "host time between calls: measured or fixed:US", hostTime);
+    cmd.AddValue("hostTime", "host time between calls: measured, api-only or fixed:US", hostTime);
     cmd.AddValue("shimLibDir", "directory of the shim libraries", shimLibDir);
     cmd.Parse(argc, argv);
 
@@ -102,10 +102,13 @@ main(int argc, char* argv[])
         argv2.push_back(w);
     }
 
-    // The live source: one process per GPU; its ops drive the engine as they are issued.
+    // The live source: one process per GPU, each seeing the GPUs of its server (as torchrun
+    // starts them); its ops drive the engine as they are issued.
+    gpusim::LaunchPlan plan;
+    plan.ranks = gpus.GetN();
+    plan.gpusPerServer = gpusPerServer;
     Ptr<LiveJobSource> live = CreateObject<LiveJobSource>();
-    live->SetAttribute("ProcessesPerServer", UintegerValue(gpusPerServer));
-    live->Launch(argv2, gpus.GetN(), shimLibDir, {{"GPUSIM_HOST_TIME", hostTime}});
+    live->Launch(argv2, plan, shimLibDir, {{"GPUSIM_HOST_TIME", hostTime}});
 
     GpuWorkloadHelper workload;
     workload.SetBackend(network);
