@@ -73,10 +73,7 @@ __attribute__((visibility("default"))) unsigned int sleep(unsigned int seconds) 
   return (unsigned)rem.tv_sec + (rem.tv_nsec > 0 ? 1 : 0);
 }
 
-
-__attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct timespec* ts) {
-  return Target()(id, ts);
-}
+__attribute__((visibility("default"))) int clock_gettime(clockid_t id, struct timespec* ts) { return Target()(id, ts); }
 
 __attribute__((visibility("default"))) int gettimeofday(struct timeval* tv, void* tz) {
   if (tz) {

@@ -133,9 +133,15 @@ cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_
   return CUBLAS_STATUS_SUCCESS;
 }
 
-const char* cublasGetStatusName(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
+const char* cublasGetStatusName(cublasStatus_t status) {
+  GPUSIM_API(Call);
+  return StatusName(status);
+}
 
-const char* cublasGetStatusString(cublasStatus_t status) { GPUSIM_API(Call); return cublasGetStatusName(status); }
+const char* cublasGetStatusString(cublasStatus_t status) {
+  GPUSIM_API(Call);
+  return cublasGetStatusName(status);
+}
 
 cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                               int k, const float*, const float*, int lda, const float*, int ldb, const float*, float*,

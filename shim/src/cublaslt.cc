@@ -110,10 +110,19 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-size_t cublasLtGetVersion(void) { GPUSIM_API(Call); return 130000; }
+size_t cublasLtGetVersion(void) {
+  GPUSIM_API(Call);
+  return 130000;
+}
 
-const char* cublasLtGetStatusName(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
-const char* cublasLtGetStatusString(cublasStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
+const char* cublasLtGetStatusName(cublasStatus_t status) {
+  GPUSIM_API(Call);
+  return StatusName(status);
+}
+const char* cublasLtGetStatusString(cublasStatus_t status) {
+  GPUSIM_API(Call);
+  return StatusName(status);
+}
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {

@@ -151,12 +151,24 @@ const char* StatusName(cudnnStatus_t status) {
 
 extern "C" {
 
-size_t cudnnGetVersion(void) { GPUSIM_API(Call); return CUDNN_VERSION; }
-size_t cudnnGetMaxDeviceVersion(void) { GPUSIM_API(Call); return CUDNN_MAX_DEVICE_VERSION; }
+size_t cudnnGetVersion(void) {
+  GPUSIM_API(Call);
+  return CUDNN_VERSION;
+}
+size_t cudnnGetMaxDeviceVersion(void) {
+  GPUSIM_API(Call);
+  return CUDNN_MAX_DEVICE_VERSION;
+}
 // The CUDA runtime this cuDNN was built for: the shim's (CUDA 13.0).
-size_t cudnnGetCudartVersion(void) { GPUSIM_API(Call); return 13000; }
+size_t cudnnGetCudartVersion(void) {
+  GPUSIM_API(Call);
+  return 13000;
+}
 
-const char* cudnnGetErrorString(cudnnStatus_t status) { GPUSIM_API(Call); return StatusName(status); }
+const char* cudnnGetErrorString(cudnnStatus_t status) {
+  GPUSIM_API(Call);
+  return StatusName(status);
+}
 
 void cudnnGetLastErrorString(char* message, size_t max_size) {
   GPUSIM_API(Call);
@@ -178,10 +190,22 @@ cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
 }
 
 // The sub-libraries of cuDNN 9 check their versions against each other; here they are one.
-cudnnStatus_t cudnnGraphVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnOpsVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnCnnVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnAdvVersionCheck(void) { GPUSIM_API(Call); return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnGraphVersionCheck(void) {
+  GPUSIM_API(Call);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnOpsVersionCheck(void) {
+  GPUSIM_API(Call);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnCnnVersionCheck(void) {
+  GPUSIM_API(Call);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnAdvVersionCheck(void) {
+  GPUSIM_API(Call);
+  return CUDNN_STATUS_SUCCESS;
+}
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   GPUSIM_API(Call);
@@ -281,7 +305,10 @@ cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t) {
                             "cudnnBackendInitialize (deprecated) is not emulated: use cudnnBackendCreateDescriptor"));
 }
 
-cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) { GPUSIM_API(Call); return Report(Finalize(descriptor)); }
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
+  GPUSIM_API(Call);
+  return Report(Finalize(descriptor));
+}
 
 cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type, int64_t count, const void* values) {

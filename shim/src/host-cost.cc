@@ -121,14 +121,15 @@ CostTable Load() {
     for (const CostEntry& e : kCosts)
       if (strcmp(e.name, name) == 0) entry = &e;
     if (n != 2 || !entry || !(us >= 0) || us > 1e7) {
-      fprintf(stderr, "gpusim: %s:%d: expected '<name> <microseconds>' with a known name and 0 <= us, got '%s'; line ignored\n",
+      fprintf(stderr,
+              "gpusim: %s:%d: expected '<name> <microseconds>' with a known name and 0 <= us, got '%s'; line ignored\n",
               file, lineNo, name);
       continue;
     }
     // A poll answered "not ready" must cost time, or a polling loop would never end.
     if ((entry->cost == ApiCost::EventQuery || entry->cost == ApiCost::StreamQuery) && us <= 0) {
-      fprintf(stderr, "gpusim: %s:%d: %s must be > 0 (a polling loop must advance time); line ignored\n", file,
-              lineNo, name);
+      fprintf(stderr, "gpusim: %s:%d: %s must be > 0 (a polling loop must advance time); line ignored\n", file, lineNo,
+              name);
       continue;
     }
     t.ns[(int)entry->cost] = (uint64_t)(us * 1000.0 + 0.5);

@@ -85,8 +85,8 @@ struct Connection {
   uint64_t sent = 0;  // W lines sent
   std::string in;
   std::map<uint64_t, LiveAnswer> answers;  // received, not yet collected
-  std::set<uint64_t> waiting;               // sent, not yet collected (a simulator restored
-                                            // from a snapshot may repeat an answer: ignored)
+  std::set<uint64_t> waiting;              // sent, not yet collected (a simulator restored
+                                           // from a snapshot may repeat an answer: ignored)
   ~Connection();
 };
 thread_local Connection t_conn;
@@ -196,8 +196,7 @@ Connection* Connect() {
   }
   char hello[64];
   // The thread id lets the simulator see when this thread is blocked outside CUDA.
-  int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(),
-                   (int)syscall(SYS_gettid));
+  int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(), (int)syscall(SYS_gettid));
   const int ringFd = MakeRing(&c.ring);
   if (c.ring.base) t_lifts = c.ring.lifts();
   const bool sent = SendHello(fd, hello, (size_t)n, ringFd);

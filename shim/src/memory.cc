@@ -335,9 +335,15 @@ using namespace gpusim;
 
 extern "C" {
 
-cudaError_t cudaMalloc(void** devPtr, size_t size) { GPUSIM_API(Malloc); return DeviceMalloc(devPtr, size, CurrentDevice(), true); }
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  GPUSIM_API(Malloc);
+  return DeviceMalloc(devPtr, size, CurrentDevice(), true);
+}
 
-cudaError_t cudaFree(void* devPtr) { GPUSIM_API(Free); return DeviceFree(devPtr, true); }
+cudaError_t cudaFree(void* devPtr) {
+  GPUSIM_API(Free);
+  return DeviceFree(devPtr, true);
+}
 
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
   GPUSIM_API(Malloc);
@@ -391,7 +397,10 @@ cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   return HostMalloc(pHost, size, Kind::Host, CurrentDevice());
 }
 
-cudaError_t cudaMallocHost(void** ptr, size_t size) { GPUSIM_API(HostAlloc); return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  GPUSIM_API(HostAlloc);
+  return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
+}
 
 cudaError_t cudaFreeHost(void* ptr) {
   GPUSIM_API(Free);

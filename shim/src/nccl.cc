@@ -333,7 +333,10 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommAbort(ncclComm_t comm) { GPUSIM_API(Call); return ncclCommDestroy(comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  GPUSIM_API(Call);
+  return ncclCommDestroy(comm);
+}
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
                                       ncclConfig_t* config) {
@@ -372,7 +375,8 @@ ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclCo
 ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
   GPUSIM_API(Call);
   if (win) *win = nullptr;
-  return Unsupported("ncclCommWindowRegister is not supported: symmetric windows are not emulated (returns ncclInvalidUsage)");
+  return Unsupported(
+      "ncclCommWindowRegister is not supported: symmetric windows are not emulated (returns ncclInvalidUsage)");
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
@@ -416,7 +420,10 @@ const char* ncclGetErrorString(ncclResult_t result) {
   }
 }
 
-const char* ncclGetLastError(ncclComm_t) { GPUSIM_API(Call); return t_lastError; }
+const char* ncclGetLastError(ncclComm_t) {
+  GPUSIM_API(Call);
+  return t_lastError;
+}
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   GPUSIM_API(Call);

@@ -20,7 +20,10 @@ cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t stream
   return cudaMallocAsync(devPtr, size, PerThread(stream));
 }
 
-cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t stream) { GPUSIM_API(Call); return cudaFreeAsync(devPtr, PerThread(stream)); }
+cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t stream) {
+  GPUSIM_API(Call);
+  return cudaFreeAsync(devPtr, PerThread(stream));
+}
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                              size_t sharedMem, cudaStream_t stream) {

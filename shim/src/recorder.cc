@@ -39,7 +39,7 @@ struct ThreadSlot {
 struct RankLog {
   std::mutex mu;
   int device = 0;
-  std::atomic<int> rank{-1};  // -1 until bound
+  std::atomic<int> rank{-1};          // -1 until bound
   std::atomic<bool> excluded{false};  // fallback rank collided: written aside, not in the manifest
   std::string buf;
   // Line::Rank fields in buf: (offset where the number goes, device whose rank it is), in

@@ -372,7 +372,10 @@ cudaError_t cudaSetValidDevices(int* deviceArr, int len) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { GPUSIM_API(Call); return cudaSuccess; }  // deprecated no-op in CUDA too
+cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) {
+  GPUSIM_API(Call);
+  return cudaSuccess;
+}  // deprecated no-op in CUDA too
 
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   GPUSIM_API(Call);
@@ -461,7 +464,10 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, cudaLimit limit) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { GPUSIM_API(Call); return cudaSuccess; }
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) {
+  GPUSIM_API(Call);
+  return cudaSuccess;
+}
 
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* cacheConfig) {
   GPUSIM_API(Call);
@@ -493,7 +499,10 @@ cudaError_t cudaGetLastError(void) {
   return e;
 }
 
-cudaError_t cudaPeekAtLastError(void) { GPUSIM_API(Call); return t_lastError; }
+cudaError_t cudaPeekAtLastError(void) {
+  GPUSIM_API(Call);
+  return t_lastError;
+}
 
 const char* cudaGetErrorName(cudaError_t error) {
   GPUSIM_API(Call);
@@ -539,8 +548,14 @@ static cudaError_t ProfilerMarker(const char* name) {
   return cudaSuccess;
 }
 
-cudaError_t cudaProfilerStart(void) { GPUSIM_API(Call); return ProfilerMarker("cudaProfilerStart"); }
-cudaError_t cudaProfilerStop(void) { GPUSIM_API(Call); return ProfilerMarker("cudaProfilerStop"); }
+cudaError_t cudaProfilerStart(void) {
+  GPUSIM_API(Call);
+  return ProfilerMarker("cudaProfilerStart");
+}
+cudaError_t cudaProfilerStop(void) {
+  GPUSIM_API(Call);
+  return ProfilerMarker("cudaProfilerStop");
+}
 
 // ---- nvcc's registration ABI ----
 
@@ -552,11 +567,17 @@ void** __cudaRegisterFatBinary(void* fatCubin) {
   return handle;
 }
 
-void __cudaRegisterFatBinaryEnd(void**) { GPUSIM_API(Call);}
+void __cudaRegisterFatBinaryEnd(void**) { GPUSIM_API(Call); }
 
-void __cudaUnregisterFatBinary(void** fatCubinHandle) { GPUSIM_API(Call); delete fatCubinHandle; }
+void __cudaUnregisterFatBinary(void** fatCubinHandle) {
+  GPUSIM_API(Call);
+  delete fatCubinHandle;
+}
 
-char __cudaInitModule(void**) { GPUSIM_API(Call); return 1; }
+char __cudaInitModule(void**) {
+  GPUSIM_API(Call);
+  return 1;
+}
 
 void __cudaRegisterFunction(void**, const char* hostFun, char*, const char* deviceName, int, uint3*, uint3*, dim3*,
                             dim3*, int*) {
@@ -860,12 +881,21 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
 }
 
 // nvcc registers __host__ __device__ variables with this; nothing to emulate.
-void __cudaRegisterHostVar() { GPUSIM_API(Call);}
+void __cudaRegisterHostVar() { GPUSIM_API(Call); }
 
 // ---- graphs: no emulation yet ----
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphLaunch); }
-cudaError_t cudaGraphDestroy(cudaGraph_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphDestroy); }
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaGraphExecDestroy); }
+cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) {
+  GPUSIM_API(Call);
+  GPUSIM_UNSUPPORTED(cudaGraphLaunch);
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t) {
+  GPUSIM_API(Call);
+  GPUSIM_UNSUPPORTED(cudaGraphDestroy);
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) {
+  GPUSIM_API(Call);
+  GPUSIM_UNSUPPORTED(cudaGraphExecDestroy);
+}
 
 }  // extern "C"

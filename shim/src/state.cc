@@ -22,10 +22,10 @@ const GpuConfig kPresets[] = {
 
 struct Config {
   GpuConfig gpu;
-  int nodeDevices;  // GPUs of the server this process runs on
-  int devices;      // the ones it sees (CUDA_VISIBLE_DEVICES)
+  int nodeDevices;            // GPUs of the server this process runs on
+  int devices;                // the ones it sees (CUDA_VISIBLE_DEVICES)
   int physical[kMaxDevices];  // visible device -> physical device of the server
-  int server;       // -1: unknown (a plain run, gpusim-launch)
+  int server;                 // -1: unknown (a plain run, gpusim-launch)
   int gpusPerServer;
 };
 
@@ -166,7 +166,6 @@ void DeviceUuid(int device, char out[16]) {
 }
 int CurrentDevice() { return t_device; }
 void SetCurrentDevice(int device) { t_device = device; }
-
 
 void WarnOnce(const char* what) {
   static std::mutex mu;

@@ -117,8 +117,10 @@ cudaError_t SyncStream(cudaStream_t stream, bool ptsz, bool query) {
   if (Recording()) {
     Line l(s.device, "stream_sync");
     l.Int("stream", s.id);
-    if (query) l.Bool("query", true);  // a completed cudaStreamQuery: the host saw the stream idle
-    else WakeField(l, s.device);
+    if (query)
+      l.Bool("query", true);  // a completed cudaStreamQuery: the host saw the stream idle
+    else
+      WakeField(l, s.device);
     if (LiveMode()) {
       // Live: the simulator answers when the stream is done (or, for a query, whether it is).
       LiveAnswer a;
@@ -219,7 +221,10 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
   return cudaStreamCreateWithPriority(pStream, flags, 0);
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t* pStream) { GPUSIM_API(Call); return cudaStreamCreateWithPriority(pStream, 0, 0); }
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
+  GPUSIM_API(Call);
+  return cudaStreamCreateWithPriority(pStream, 0, 0);
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   GPUSIM_API(Call);
@@ -233,10 +238,22 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamQuery(cudaStream_t stream) { GPUSIM_API(StreamQuery); return SyncStream(stream, false, true); }
-cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) { GPUSIM_API(StreamQuery); return SyncStream(stream, true, true); }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { GPUSIM_API(StreamSync); return SyncStream(stream, false, false); }
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) { GPUSIM_API(StreamSync); return SyncStream(stream, true, false); }
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  GPUSIM_API(StreamQuery);
+  return SyncStream(stream, false, true);
+}
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
+  GPUSIM_API(StreamQuery);
+  return SyncStream(stream, true, true);
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  GPUSIM_API(StreamSync);
+  return SyncStream(stream, false, false);
+}
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  GPUSIM_API(StreamSync);
+  return SyncStream(stream, true, false);
+}
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   GPUSIM_API(StreamWaitEvent);
@@ -323,8 +340,14 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaStreamBeginCapture); }
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) { GPUSIM_API(Call); GPUSIM_UNSUPPORTED(cudaStreamEndCapture); }
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  GPUSIM_API(Call);
+  GPUSIM_UNSUPPORTED(cudaStreamBeginCapture);
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) {
+  GPUSIM_API(Call);
+  GPUSIM_UNSUPPORTED(cudaStreamEndCapture);
+}
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
   GPUSIM_API(Call);
@@ -351,7 +374,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t* event) { GPUSIM_API(Call); return cudaEventCreateWithFlags(event, cudaEventDefault); }
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  GPUSIM_API(Call);
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   GPUSIM_API(Call);
@@ -364,8 +390,14 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { GPUSIM_API(EventRecord); return Record(event, stream, false); }
-cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) { GPUSIM_API(EventRecord); return Record(event, stream, true); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  GPUSIM_API(EventRecord);
+  return Record(event, stream, false);
+}
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  GPUSIM_API(EventRecord);
+  return Record(event, stream, true);
+}
 
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
   GPUSIM_API(EventRecord);
@@ -389,8 +421,10 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
   if (recorded && Recording()) {
     Line l(device, "event_sync");
     l.U64("event", id);
-    if (query) l.Bool("query", true);
-    else WakeField(l, device);
+    if (query)
+      l.Bool("query", true);
+    else
+      WakeField(l, device);
     if (LiveMode()) {
       LiveAnswer a;
       if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
@@ -401,8 +435,14 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventQuery(cudaEvent_t event) { GPUSIM_API(EventQuery); return SyncEvent(event, true); }
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { GPUSIM_API(EventSync); return SyncEvent(event, false); }
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  GPUSIM_API(EventQuery);
+  return SyncEvent(event, true);
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  GPUSIM_API(EventSync);
+  return SyncEvent(event, false);
+}
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   GPUSIM_API(EventElapsed);

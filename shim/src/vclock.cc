@@ -8,10 +8,10 @@
 //  - api-only: the call's host cost only (runs do not depend on the machine);
 //  - fixed:US: US per call (and per clock read).
 // What the shim does inside the call (encoding, sockets, waiting, emulated memory) never
-// advances V. A sleep of the program (nanosleep, usleep, ...) advances it by the time asked. A blocking call answered by the simulator sets V to the simulated time the call
-// returned, plus the wake-up latency when it had to wait for the device. The clock_gettime
-// family (interposed by libgpusim-clock.so, which calls gpusim_vclock_gettime) reads epoch + V,
-// so the program's own timers measure simulated time. CPU-time clocks stay real.
+// advances V. A sleep of the program (nanosleep, usleep, ...) advances it by the time asked. A blocking call answered
+// by the simulator sets V to the simulated time the call returned, plus the wake-up latency when it had to wait for the
+// device. The clock_gettime family (interposed by libgpusim-clock.so, which calls gpusim_vclock_gettime) reads epoch +
+// V, so the program's own timers measure simulated time. CPU-time clocks stay real.
 //
 // A thread blocked outside CUDA (joining other threads, waiting on a lock) was waiting for
 // another thread of its process: it goes on no earlier than the latest clock among them. It
@@ -151,14 +151,14 @@ struct SchedStat {
 
 struct ThreadClock {
   bool init = false;
-  int depth = 0;          // nesting of intercepted calls
+  int depth = 0;  // nesting of intercepted calls
   uint64_t v = 0;
   uint64_t cpuExit = 0;   // thread CPU time when the last call returned (measured)
   uint64_t wallExit = 0;  // real monotonic time when the last call returned
   // Since when the thread's sleeping is counted (blocked-thread rule).
   uint64_t refWall = 0, refCpu = 0, refRunDelay = 0;
   bool refRunDelayKnown = false;
-  bool live = false;        // the process is a live rank (its connection may be lifted)
+  bool live = false;  // the process is a live rank (its connection may be lifted)
   uint32_t seenLifts = 0;
   SchedStat sched;
 };
@@ -311,19 +311,12 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_gettime(clockid_t id, struct timespec
   uint64_t epoch;
   switch (id) {
     case CLOCK_REALTIME:
-    case CLOCK_REALTIME_COARSE:
-      epoch = c.epochReal;
-      break;
+    case CLOCK_REALTIME_COARSE: epoch = c.epochReal; break;
     case CLOCK_MONOTONIC:
     case CLOCK_MONOTONIC_RAW:
-    case CLOCK_MONOTONIC_COARSE:
-      epoch = c.epochMono;
-      break;
-    case CLOCK_BOOTTIME:
-      epoch = c.epochBoot;
-      break;
-    default:
-      return RealClock()(id, ts);  // CPU-time and other clocks stay real
+    case CLOCK_MONOTONIC_COARSE: epoch = c.epochMono; break;
+    case CLOCK_BOOTTIME: epoch = c.epochBoot; break;
+    default: return RealClock()(id, ts);  // CPU-time and other clocks stay real
   }
   if (!c.active) return RealClock()(id, ts);
   if (!c.live) {
@@ -363,7 +356,10 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_sleep(clockid_t id, int flags, const 
   uint64_t ns = (uint64_t)req->tv_sec * 1000000000ull + (uint64_t)req->tv_nsec;
   if (flags & TIMER_ABSTIME) {
     // A deadline on the virtual clock the program reads (live) or on the real one (recording).
-    const uint64_t epoch = !c.live ? 0 : id == CLOCK_REALTIME ? c.epochReal : id == CLOCK_MONOTONIC ? c.epochMono : c.epochBoot;
+    const uint64_t epoch = !c.live                 ? 0
+                           : id == CLOCK_REALTIME  ? c.epochReal
+                           : id == CLOCK_MONOTONIC ? c.epochMono
+                                                   : c.epochBoot;
     const uint64_t now = c.live ? epoch + t.v : ReadNs(id);
     ns = ns > now ? ns - now : 0;
   }

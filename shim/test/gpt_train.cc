@@ -48,8 +48,8 @@ Kernel kLayernormBwd{"_Z25layernorm_backward_kernelP13__nv_bfloat16S0_S0_PfPKS_S
 Kernel kSoftmaxBwd{"_Z26softmax_autoregressive_backward_kernelP13__nv_bfloat16PKS_S2_iiif"};
 Kernel kGeluBwd{"_Z24gelu_backward_kernelP13__nv_bfloat16PKS_S2_i"};
 Kernel kAdamW{"_Z13adamw_kernel3P13__nv_bfloat16PfS1_S1_S1_mmmmfffffffj"};
-Kernel* const kKernels[] = {&kEncoder,    &kLayernorm, &kPermute,      &kSoftmax,    &kUnpermute, &kResidual,
-                            &kGelu,       &kClassifier, &kLayernormBwd, &kSoftmaxBwd, &kGeluBwd,   &kAdamW};
+Kernel* const kKernels[] = {&kEncoder, &kLayernorm,  &kPermute,      &kSoftmax,    &kUnpermute, &kResidual,
+                            &kGelu,    &kClassifier, &kLayernormBwd, &kSoftmaxBwd, &kGeluBwd,   &kAdamW};
 
 __attribute__((constructor)) void RegisterKernels() {
   static const unsigned long long fatbin[4] = {0x466243b1ull, 1, 0, 0};
@@ -87,16 +87,26 @@ Options Parse(int argc, char** argv) {
       out = atoi(v);
       ++i;
     };
-    if (k == "--steps") num(o.steps);
-    else if (k == "--batch") num(o.batch);
-    else if (k == "--seq") num(o.seq);
-    else if (k == "--layers") num(o.layers);
-    else if (k == "--channels") num(o.channels);
-    else if (k == "--heads") num(o.heads);
-    else if (k == "--vocab") num(o.vocab);
-    else if (k == "--zero") num(o.zero);
-    else if (k == "--host-work-us") num(o.hostWorkUs);
-    else if (k == "--id-file" && v) o.idFile = argv[++i];
+    if (k == "--steps")
+      num(o.steps);
+    else if (k == "--batch")
+      num(o.batch);
+    else if (k == "--seq")
+      num(o.seq);
+    else if (k == "--layers")
+      num(o.layers);
+    else if (k == "--channels")
+      num(o.channels);
+    else if (k == "--heads")
+      num(o.heads);
+    else if (k == "--vocab")
+      num(o.vocab);
+    else if (k == "--zero")
+      num(o.zero);
+    else if (k == "--host-work-us")
+      num(o.hostWorkUs);
+    else if (k == "--id-file" && v)
+      o.idFile = argv[++i];
     else {
       fprintf(stderr, "unknown argument %s\n", k.c_str());
       exit(2);

@@ -65,9 +65,12 @@ size_t ParseSize(const char* s) {
   char* end;
   double v = strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+    case 'K':
+    case 'k': v *= 1024; break;
+    case 'M':
+    case 'm': v *= 1024 * 1024; break;
+    case 'G':
+    case 'g': v *= 1024.0 * 1024 * 1024; break;
   }
   return (size_t)v;
 }
@@ -77,19 +80,32 @@ Args Parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
-    if (k == "--mode") a.mode = v, ++i;
-    else if (k == "-b") a.minBytes = ParseSize(v), ++i;
-    else if (k == "-e") a.maxBytes = ParseSize(v), ++i;
-    else if (k == "-f") a.factor = atoi(v), ++i;
-    else if (k == "-g") a.gpus = atoi(v), ++i;
-    else if (k == "-n") a.iters = atoi(v), ++i;
-    else if (k == "-w") a.warmup = atoi(v), ++i;
-    else if (k == "--crash-rank") a.crashRank = atoi(v), ++i;
-    else if (k == "--skip-rank") a.skipRank = atoi(v), ++i;
-    else if (k == "--poll") a.poll = true;
-    else if (k == "--sleep-ms") a.sleepMs = atoi(v), ++i;
-    else if (k == "--sleep-rank") a.sleepRank = atoi(v), ++i;
-    else if (k == "--host-work-ms") a.hostWorkMs = atoi(v), ++i;
+    if (k == "--mode")
+      a.mode = v, ++i;
+    else if (k == "-b")
+      a.minBytes = ParseSize(v), ++i;
+    else if (k == "-e")
+      a.maxBytes = ParseSize(v), ++i;
+    else if (k == "-f")
+      a.factor = atoi(v), ++i;
+    else if (k == "-g")
+      a.gpus = atoi(v), ++i;
+    else if (k == "-n")
+      a.iters = atoi(v), ++i;
+    else if (k == "-w")
+      a.warmup = atoi(v), ++i;
+    else if (k == "--crash-rank")
+      a.crashRank = atoi(v), ++i;
+    else if (k == "--skip-rank")
+      a.skipRank = atoi(v), ++i;
+    else if (k == "--poll")
+      a.poll = true;
+    else if (k == "--sleep-ms")
+      a.sleepMs = atoi(v), ++i;
+    else if (k == "--sleep-rank")
+      a.sleepRank = atoi(v), ++i;
+    else if (k == "--host-work-ms")
+      a.hostWorkMs = atoi(v), ++i;
     else {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       exit(2);

@@ -38,19 +38,19 @@ LaunchPlan::Validate() const
         {
             if (GpusOnServer(s) % devicesPerProcess != 0)
             {
-                throw std::invalid_argument(
-                    std::to_string(GpusOnServer(s)) + " GPUs on server " + std::to_string(s) +
-                    " cannot be split into processes of " + std::to_string(devicesPerProcess) +
-                    " GPUs each");
+                throw std::invalid_argument(std::to_string(GpusOnServer(s)) + " GPUs on server " +
+                                            std::to_string(s) +
+                                            " cannot be split into processes of " +
+                                            std::to_string(devicesPerProcess) + " GPUs each");
             }
         }
-        if (processesPerServer > 0 && processesPerServer * devicesPerProcess != std::min(ranks, gpusPerServer))
+        if (processesPerServer > 0 &&
+            processesPerServer * devicesPerProcess != std::min(ranks, gpusPerServer))
         {
-            throw std::invalid_argument(std::to_string(processesPerServer) + " processes of " +
-                                        std::to_string(devicesPerProcess) +
-                                        " GPUs each do not make the " +
-                                        std::to_string(std::min(ranks, gpusPerServer)) +
-                                        " GPUs of a server");
+            throw std::invalid_argument(
+                std::to_string(processesPerServer) + " processes of " +
+                std::to_string(devicesPerProcess) + " GPUs each do not make the " +
+                std::to_string(std::min(ranks, gpusPerServer)) + " GPUs of a server");
         }
     }
 }
@@ -81,7 +81,7 @@ LaunchPlan::Processes() const
     for (uint32_t s = 0; s < Servers(); ++s)
     {
         const uint32_t gpus = GpusOnServer(s);
-        uint32_t count = devicesPerProcess > 0 ? gpus / devicesPerProcess
+        uint32_t count = devicesPerProcess > 0    ? gpus / devicesPerProcess
                          : processesPerServer > 0 ? std::min(processesPerServer, gpus)
                                                   : gpus;
         for (uint32_t l = 0; l < count; ++l)

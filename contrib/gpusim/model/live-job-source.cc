@@ -9,11 +9,11 @@
 #include "ns3/uinteger.h"
 
 #include <cerrno>
-#include <dirent.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sstream>
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <thread>
-#include <tuple>
 #include <time.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace ns3
@@ -100,10 +100,10 @@ LiveRunStats::ToJson() const
     os << "{\"ops_received\":" << opsReceived << ",\"answers\":" << answers
        << ",\"wait_for_program_s\":" << waitForProgramS << ",\"late_threads\":" << lateThreads
        << ",\"lifted_waits\":" << liftedWaits << ",\"lifted_spinning\":" << liftedSpinning
-       << ",\"late_ops\":" << lateOps
-       << ",\"sync\":\"" << (optimistic ? "optimistic" : "conservative")
-       << "\",\"snapshots\":" << snapshots << ",\"commits\":" << commits
-       << ",\"rollbacks\":" << rollbacks << ",\"resimulated_events\":" << resimulatedEvents
+       << ",\"late_ops\":" << lateOps << ",\"sync\":\""
+       << (optimistic ? "optimistic" : "conservative") << "\",\"snapshots\":" << snapshots
+       << ",\"commits\":" << commits << ",\"rollbacks\":" << rollbacks
+       << ",\"resimulated_events\":" << resimulatedEvents
        << ",\"max_snapshot_bytes\":" << maxSnapshotBytes << "}";
     return os.str();
 }
@@ -262,8 +262,9 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     // Preloaded: the clock library must come before libc for the program's timers to read
     // simulated time, and the runtime is needed even by a program that loads CUDA late.
     const char* pre = std::getenv("LD_PRELOAD");
-    env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir + "/libcudart.so.13:" +
-                        shimLibDir + "/libnccl.so.2:" + shimLibDir + "/libcudnn.so.9" + (pre && *pre ? ":" + std::string(pre) : "");
+    env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir +
+                        "/libcudart.so.13:" + shimLibDir + "/libnccl.so.2:" + shimLibDir +
+                        "/libcudnn.so.9" + (pre && *pre ? ":" + std::string(pre) : "");
     env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
     env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";
     // One time origin for every process: simulated t = 0 is "now" on the real clocks.
@@ -293,7 +294,9 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
         penv["GPUSIM_LIVE_PROCESS"] = std::to_string(p.index);
         ProgramProcess pp;
         pp.launched = static_cast<int32_t>(
-            m_launcher.Spawn(gpusim::LaunchPlan::Arguments(program, p, procs.size()), penv, plan.Unset(p)));
+            m_launcher.Spawn(gpusim::LaunchPlan::Arguments(program, p, procs.size()),
+                             penv,
+                             plan.Unset(p)));
         pp.pid = m_launcher.Processes().at(pp.launched).pid;
         m_processes.push_back(pp);
     }
@@ -452,7 +455,10 @@ LiveJobSource::ReleaseUnclaimedRanks()
                      "gpusim run: warning: the program waits while %u GPU%s of the job were never "
                      "used (rank%s %s); going on without them (run with as many GPUs as the "
                      "program uses)\n",
-                     count, count == 1 ? "" : "s", count == 1 ? "" : "s", released.c_str());
+                     count,
+                     count == 1 ? "" : "s",
+                     count == 1 ? "" : "s",
+                     released.c_str());
         m_dirty = true;
         WakeParked();
     }
@@ -658,7 +664,8 @@ LiveJobSource::LiftBlockedThreads()
                              "call while every other program thread waits for the simulation; it "
                              "is taken to wait for them outside CUDA (e.g. spinning in an MPI "
                              "barrier) and the simulation goes on without it\n",
-                             DescribeProcess(c->process).c_str(), c->tid,
+                             DescribeProcess(c->process).c_str(),
+                             c->tid,
                              now - c->lastLineWallS);
             }
         }
@@ -892,7 +899,10 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     {
         ++m_pollsSinceProgress;
         char what[128];
-        std::snprintf(what, sizeof what, "%s on %s %lld", op.name.c_str(),
+        std::snprintf(what,
+                      sizeof what,
+                      "%s on %s %lld",
+                      op.name.c_str(),
                       op.name == "cudaStreamQuery" ? "stream" : "event",
                       op.name == "cudaStreamQuery" ? static_cast<long long>(op.stream)
                                                    : static_cast<long long>(op.event));
@@ -1171,8 +1181,8 @@ LiveJobSource::AttachRing(int32_t id, int ringFd)
         return;
     }
     void* p = ::mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, ringFd, 0);
-    if (p == MAP_FAILED || RingCapacity(static_cast<char*>(p)) + kRingHeader >
-                               static_cast<size_t>(st.st_size))
+    if (p == MAP_FAILED ||
+        RingCapacity(static_cast<char*>(p)) + kRingHeader > static_cast<size_t>(st.st_size))
     {
         throw LiveRunEnded(c.where + ": cannot map its op ring");
     }
@@ -1328,7 +1338,8 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ' || c.process < 0)
     {
         throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
-                           ": not a gpusim live message: '" + std::string(line.substr(0, 80)) + "'");
+                           ": not a gpusim live message: '" + std::string(line.substr(0, 80)) +
+                           "'");
     }
     // "O <rank> {...}": the rank's digits, then the op's JSON up to the end of the line.
     size_t pos = 2;
@@ -1340,9 +1351,9 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     if (pos == 2 || pos >= line.size() || line[pos] != ' ' ||
         rankL >= static_cast<long>(m_store.size()))
     {
-        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) + ": rank out of range in '" +
-                           std::string(line.substr(0, 80)) + "' (the job has " +
-                           std::to_string(m_store.size()) + " GPUs)");
+        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
+                           ": rank out of range in '" + std::string(line.substr(0, 80)) +
+                           "' (the job has " + std::to_string(m_store.size()) + " GPUs)");
     }
     const std::string_view json = line.substr(pos + 1);
     const uint32_t rank = static_cast<uint32_t>(rankL);
@@ -1361,9 +1372,10 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     }
     else if (m_rankOwner[rank] != c.process)
     {
-        throw LiveRunEnded(DescribeProcess(m_rankOwner[rank]) + " and " + DescribeProcess(c.process) +
-                           " both issue work on GPU " + std::to_string(rank % m_plan.gpusPerServer) +
-                           " of server " + std::to_string(m_plan.ServerOfRank(rank)) + " (rank " +
+        throw LiveRunEnded(DescribeProcess(m_rankOwner[rank]) + " and " +
+                           DescribeProcess(c.process) + " both issue work on GPU " +
+                           std::to_string(rank % m_plan.gpusPerServer) + " of server " +
+                           std::to_string(m_plan.ServerOfRank(rank)) + " (rank " +
                            std::to_string(rank) + "); each GPU belongs to one process");
     }
     Op op;

@@ -35,8 +35,8 @@
 #include "ns3/traced-callback.h"
 
 #include <deque>
-#include <poll.h>
 #include <map>
+#include <poll.h>
 #include <set>
 #include <string>
 #include <string_view>
@@ -135,16 +135,16 @@ class LiveJobSource : public OpFeed
     struct ProgramProcess
     {
         int32_t pid = -1;
-        int32_t launched = -1;   //!< index in m_launcher, -1 for a process one of them started
-        bool launcher = false;   //!< it started processes that talk to us (mpirun, a script)
+        int32_t launched = -1;    //!< index in m_launcher, -1 for a process one of them started
+        bool launcher = false;    //!< it started processes that talk to us (mpirun, a script)
         uint32_t connections = 0; //!< open connections (its threads that called CUDA)
     };
     struct Connection
     {
         int fd = -1;
-        int32_t process = -1;      //!< index in m_processes (from HELLO)
+        int32_t process = -1;                  //!< index in m_processes (from HELLO)
         std::string where = "live connection"; //!< names it in error messages
-        char* ring = nullptr;      //!< the thread's op ring (shared memory), if it has one
+        char* ring = nullptr; //!< the thread's op ring (shared memory), if it has one
         size_t ringBytes = 0;
         int ringFd = -1;           //!< kept to hand a restored snapshot the ring
         std::string in;            //!< bytes not yet parsed
@@ -269,7 +269,7 @@ class LiveJobSource : public OpFeed
     void CheckLivelock();
     static constexpr uint64_t kLivelockPolls = 10000; //!< "not ready" answers in a row, and
     static constexpr double kLivelockWallS = 2.0;     //!< this long with no device work queued
-    static constexpr double kSilentLiftS = 0.5; //!< on the CPU without a call while all wait
+    static constexpr double kSilentLiftS = 0.5;       //!< on the CPU without a call while all wait
     uint64_t m_pollsSinceProgress = 0;
     double m_progressWallS = -1;
     uint64_t m_gateCalls = 0;

@@ -54,8 +54,9 @@ TEST(CudnnAttention, RecordedKernelsArePricedAsTheGeneratorsAttention)
     // heads, causal, bf16; forward then backward through cudnnBackendExecute.
     TestTempDir tmp("gpusim-cudnn");
     const std::string dir = tmp.Path() + "/trace";
-    CliResult rec = Cli({"record", "--gpus", "1", "--out", dir, "--timeout", "120", "--", kSdpa, "--b", "2",
-                         "--hq", "32", "--hk", "8", "--s", "4096", "--d", "128", "--causal"});
+    CliResult rec = Cli({"record", "--gpus", "1",    "--out", dir,    "--timeout", "120",
+                         "--",     kSdpa,    "--b",  "2",     "--hq", "32",        "--hk",
+                         "8",      "--s",    "4096", "--d",   "128",  "--causal"});
     ASSERT_EQ(rec.code, 0) << rec.err;
     JobTrace job = ReadJobTrace(dir);
     ASSERT_EQ(job.ranks.size(), 1u);
@@ -96,7 +97,8 @@ TEST(CudnnAttention, RecordedKernelsArePricedAsTheGeneratorsAttention)
         // Priced from the H100's measured attention table (head dim 128, 4096 keys), not as a GEMM.
         const double eff = h100.AttentionEfficiency(128, 4096, backward);
         EXPECT_GT(eff, 0);
-        EXPECT_NEAR(cm->GetDuration(*got, h100).GetSeconds(), got->flops / (h100.PeakFlops(DataType::BF16) * eff),
+        EXPECT_NEAR(cm->GetDuration(*got, h100).GetSeconds(),
+                    got->flops / (h100.PeakFlops(DataType::BF16) * eff),
                     1e-9);
         EXPECT_EQ(cm->GetDuration(*got, h100), cm->GetDuration(*want, h100)) << got->name;
     }

@@ -2,8 +2,6 @@
 // time; the live run equals `gpusim simulate` of its own recording; failures end quickly.
 // The programs are the shim's test programs (shim/test/live_perf.cc, train.cc); the suite
 // skips when the shim is not built.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sstream>
 #include <string>
@@ -30,8 +29,6 @@ const std::string kThreads = GPUSIM_SHIM_TEST_DIR "/shim_live_threads";
 const std::string kCopies = GPUSIM_SHIM_TEST_DIR "/shim_live_copies";
 const std::string kGpt = GPUSIM_SHIM_TEST_DIR "/shim_gpt_train";
 const std::string kMpiTrain = GPUSIM_SHIM_TEST_DIR "/shim_mpi_train";
-
-
 
 bool
 Exists(const std::string& p)
@@ -205,7 +202,9 @@ TEST(Live, SleepsTakeTheirTimeOnTheProgramsClock)
     for (const char* mode : {"api-only", "measured"})
     {
         SCOPED_TRACE(mode);
-        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time " + mode + " -- " + kPerf + " --mode nap -n 250");
+        Result r = Shell(d,
+                         kGpusim + " run --gpus 1 --host-time " + mode + " -- " + kPerf +
+                             " --mode nap -n 250");
         ASSERT_EQ(r.code, 0) << r.err;
         double us = -1;
         ASSERT_EQ(std::sscanf(r.out.c_str(), "nap host_us %lf", &us), 1) << r.out;
@@ -213,7 +212,8 @@ TEST(Live, SleepsTakeTheirTimeOnTheProgramsClock)
         EXPECT_LT(us, 250000.0 + 100.0) << r.out;
         if (std::string(mode) == "api-only")
         {
-            EXPECT_NEAR(us, 250000.12, 0.001) << r.out; // + the nanosleep call 0.1, a clock read 0.02
+            EXPECT_NEAR(us, 250000.12, 0.001)
+                << r.out; // + the nanosleep call 0.1, a clock read 0.02
         }
     }
 }
@@ -249,20 +249,22 @@ TEST(Live, AllReduceLoopMatchesCollectiveSweep)
 {
     REQUIRE_SHIM();
     TempDir d;
-    Result ref = Shell(d, kGpusim + " collective --servers 1 --min-bytes 1M --max-bytes 256M "
-                                  "--step-factor 4 --quiet");
+    Result ref = Shell(d,
+                       kGpusim + " collective --servers 1 --min-bytes 1M --max-bytes 256M "
+                                 "--step-factor 4 --quiet");
     ASSERT_EQ(ref.code, 0) << ref.err;
     auto b = CollectiveRows(ref.out);
     ASSERT_EQ(b.size(), 5u) << ref.out;
     // ncclGroupStart/End + per GPU nccl_enqueue and nccl_launch (the H100 host cost table).
     const double hostPerIterationUs = 0.2 + 8 * (0.5 + 6.0);
-    for (const char* layout : {"--nproc-per-node 8 -- " , "--nproc-per-node 1 -- "})
+    for (const char* layout : {"--nproc-per-node 8 -- ", "--nproc-per-node 1 -- "})
     {
         SCOPED_TRACE(layout);
         const bool onePerGpu = std::string(layout).find(" 8 ") != std::string::npos;
-        Result live = Shell(d, kGpusim + " run --servers 1 --gpus 8 " + layout + kPerf +
-                                   (onePerGpu ? " -g 1" : " -g 8") +
-                                   " -b 1M -e 256M -f 4 -n 50 -w 5 --poll");
+        Result live =
+            Shell(d,
+                  kGpusim + " run --servers 1 --gpus 8 " + layout + kPerf +
+                      (onePerGpu ? " -g 1" : " -g 8") + " -b 1M -e 256M -f 4 -n 50 -w 5 --poll");
         ASSERT_EQ(live.code, 0) << live.err;
         auto a = Rows(live.out);
         ASSERT_EQ(a.size(), 5u) << live.out;
@@ -381,12 +383,14 @@ TEST(Live, ShimWorkIsNotTheProgramsHostTime)
     for (const char* mode : {"api-only", "measured"})
     {
         SCOPED_TRACE(mode);
-        Result r = Shell(d, kGpusim + " run --servers 1 --gpus 2 --nproc-per-node 1 --host-time " +
-                                mode + " -- " + kCopies + " 64");
+        Result r = Shell(d,
+                         kGpusim + " run --servers 1 --gpus 2 --nproc-per-node 1 --host-time " +
+                             mode + " -- " + kCopies + " 64");
         ASSERT_EQ(r.code, 0) << r.err;
         double returnUs = -1;
         double doneUs = -1;
-        ASSERT_EQ(std::sscanf(r.out.c_str(), "d2d return_us %lf done_us %lf", &returnUs, &doneUs), 2)
+        ASSERT_EQ(std::sscanf(r.out.c_str(), "d2d return_us %lf done_us %lf", &returnUs, &doneUs),
+                  2)
             << r.out;
         if (std::string(mode) == "api-only")
         {
@@ -401,8 +405,9 @@ TEST(Live, ShimWorkIsNotTheProgramsHostTime)
 }
 
 // Per-call host cost: each cublasSgemm costs the program what cuBLAS costs on the host (12 us on
-// an H100 system; the shim's own encoding and sending cost 5.3 us per call before it was kept out): exactly that with api-only, and that plus the program's own work (well under a
-// microsecond for a loop of calls) when measured; not the shim's encoding and sending.
+// an H100 system; the shim's own encoding and sending cost 5.3 us per call before it was kept out):
+// exactly that with api-only, and that plus the program's own work (well under a microsecond for a
+// loop of calls) when measured; not the shim's encoding and sending.
 TEST(Live, EachCallCostsWhatTheRealLibraryCosts)
 {
     REQUIRE_SHIM();
@@ -411,8 +416,9 @@ TEST(Live, EachCallCostsWhatTheRealLibraryCosts)
     {
         SCOPED_TRACE(mode);
         const std::string trace = d.Path() + "/trace-" + mode;
-        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time " + std::string(mode) + " --out " +
-                                trace + " -- " + kPerf + " --mode gemm -n 40");
+        Result r = Shell(d,
+                         kGpusim + " run --gpus 1 --host-time " + std::string(mode) + " --out " +
+                             trace + " -- " + kPerf + " --mode gemm -n 40");
         ASSERT_EQ(r.code, 0) << r.err;
         std::vector<double> gemms = CpuUsOf(trace + "/rank-0.jsonl", "kernel");
         ASSERT_GE(gemms.size(), 40u);
@@ -443,34 +449,42 @@ TEST(Live, TrainerSelectingItsGpuByLocalRank)
     TempDir d;
     const std::string args = " --steps 3 --layers 2 --batch 2 --seq 512";
     const std::string cluster = " --servers 1 --gpus 8 --host-time api-only";
-    Result byRank = Shell(d, kGpusim + " run" + cluster + " --json " + d.Path() + "/live.json -- " +
-                                 kGpt + args);
+    Result byRank =
+        Shell(d,
+              kGpusim + " run" + cluster + " --json " + d.Path() + "/live.json -- " + kGpt + args);
     ASSERT_EQ(byRank.code, 0) << byRank.err;
     const double stepMs = AverageStepMs(byRank.out);
     ASSERT_GT(stepMs, 0) << byRank.out;
-    Result pinned = Shell(d, kGpusim + " run" + cluster + " --devices-per-process 1 -- " + kGpt + args);
+    Result pinned =
+        Shell(d, kGpusim + " run" + cluster + " --devices-per-process 1 -- " + kGpt + args);
     ASSERT_EQ(pinned.code, 0) << pinned.err;
     EXPECT_DOUBLE_EQ(AverageStepMs(pinned.out), stepMs);
-    Result wrapped = Shell(d, kGpusim + " run" + cluster + " -- sh -c 'CUDA_VISIBLE_DEVICES=$LOCAL_RANK exec \"$0\" \"$@\"' " +
-                                  kGpt + args);
+    Result wrapped =
+        Shell(d,
+              kGpusim + " run" + cluster +
+                  " -- sh -c 'CUDA_VISIBLE_DEVICES=$LOCAL_RANK exec \"$0\" \"$@\"' " + kGpt + args);
     ASSERT_EQ(wrapped.code, 0) << wrapped.err;
     EXPECT_DOUBLE_EQ(AverageStepMs(wrapped.out), stepMs);
 
     const std::string trace = d.Path() + "/trace";
-    Result rec = Cli(d, "record --gpus 8 --host-time api-only --out " + trace + " -- " + kGpt + args);
+    Result rec =
+        Cli(d, "record --gpus 8 --host-time api-only --out " + trace + " -- " + kGpt + args);
     ASSERT_EQ(rec.code, 0) << rec.err;
     EXPECT_NE(rec.out.find("as 8 processes on 8 h100-sxm GPUs"), std::string::npos) << rec.out;
-    Result sim = Shell(d, kGpusim + " simulate " + trace + " --servers 1 --json " + d.Path() + "/sim.json");
+    Result sim =
+        Shell(d, kGpusim + " simulate " + trace + " --servers 1 --json " + d.Path() + "/sim.json");
     ASSERT_EQ(sim.code, 0) << sim.err;
     // Identical but for the communicator's id (random when recording, numbered when live).
     auto withoutCommIds = [](std::string s) {
-        for (size_t p = s.find("\"comm\":\""); p != std::string::npos; p = s.find("\"comm\":\"", p + 1))
+        for (size_t p = s.find("\"comm\":\""); p != std::string::npos;
+             p = s.find("\"comm\":\"", p + 1))
         {
             s.replace(p + 8, 16, "????????????????");
         }
         return s;
     };
-    EXPECT_EQ(withoutCommIds(ReadFile(d.Path() + "/live.json")), withoutCommIds(ReadFile(d.Path() + "/sim.json")));
+    EXPECT_EQ(withoutCommIds(ReadFile(d.Path() + "/live.json")),
+              withoutCommIds(ReadFile(d.Path() + "/sim.json")));
 }
 
 // Two processes that both drive GPU 0 would be one rank of two programs: refused with a message
@@ -481,20 +495,28 @@ TEST(Live, OneGpuOrOneCommRankForTwoProcessesIsAnError)
     REQUIRE_SHIM();
     TempDir d;
     const std::string args = " --steps 1 --layers 1 --batch 1 --seq 256";
-    Result live = Shell(d, kGpusim + " run --servers 1 --gpus 2 --timeout 60 -- sh -c 'LOCAL_RANK=0 exec \"$0\" \"$@\"' " +
-                               kGpt + args);
+    Result live = Shell(
+        d,
+        kGpusim +
+            " run --servers 1 --gpus 2 --timeout 60 -- sh -c 'LOCAL_RANK=0 exec \"$0\" \"$@\"' " +
+            kGpt + args);
     EXPECT_NE(live.code, 0);
-    EXPECT_NE(live.err.find("cannot use device 0 (GPU 0 of server 0, rank 0)"), std::string::npos) << live.err;
+    EXPECT_NE(live.err.find("cannot use device 0 (GPU 0 of server 0, rank 0)"), std::string::npos)
+        << live.err;
     EXPECT_NE(live.err.find("already drives that GPU"), std::string::npos) << live.err;
     EXPECT_LT(live.wallS, 30.0);
 
     const std::string trace = d.Path() + "/trace";
-    Result rec = Cli(d, "record --gpus 2 --timeout 60 --out " + trace + " -- sh -c 'LOCAL_RANK=0 exec \"$0\" \"$@\"' " + kGpt + args);
+    Result rec = Cli(d,
+                     "record --gpus 2 --timeout 60 --out " + trace +
+                         " -- sh -c 'LOCAL_RANK=0 exec \"$0\" \"$@\"' " + kGpt + args);
     EXPECT_EQ(rec.code, 2);
     EXPECT_NE(rec.err.find("already drives that GPU"), std::string::npos) << rec.err;
     EXPECT_FALSE(Exists(trace + "/manifest.json"));
 
-    Result ranks = Cli(d, "record --gpus 2 --timeout 60 --out " + trace + " -- sh -c 'RANK=0 exec \"$0\" \"$@\"' " + kGpt + args);
+    Result ranks = Cli(d,
+                       "record --gpus 2 --timeout 60 --out " + trace +
+                           " -- sh -c 'RANK=0 exec \"$0\" \"$@\"' " + kGpt + args);
     EXPECT_EQ(ranks.code, 2);
     EXPECT_NE(ranks.err.find("rank 0 of communicator"), std::string::npos) << ranks.err;
     EXPECT_NE(ranks.err.find("already held by process"), std::string::npos) << ranks.err;
@@ -508,8 +530,11 @@ TEST(Live, RecordPlacesProcessesAsRunDoes)
     REQUIRE_SHIM();
     TempDir d;
     const std::string trace = d.Path() + "/trace";
-    Result rec = Cli(d, "record --gpus 2 --out " + trace + " -- sh -c 'echo \"$0 $RANK $LOCAL_RANK $WORLD_SIZE\" > " +
-                            d.Path() + "/env-{rank}; exec " + kGpt + " --steps 1 --layers 1 --batch 1 --seq 128' r{rank}/{world_size}");
+    Result rec = Cli(d,
+                     "record --gpus 2 --out " + trace +
+                         " -- sh -c 'echo \"$0 $RANK $LOCAL_RANK $WORLD_SIZE\" > " + d.Path() +
+                         "/env-{rank}; exec " + kGpt +
+                         " --steps 1 --layers 1 --batch 1 --seq 128' r{rank}/{world_size}");
     ASSERT_EQ(rec.code, 0) << rec.err;
     EXPECT_EQ(ReadFile(d.Path() + "/env-0"), "r0/2 0 0 2\n");
     EXPECT_EQ(ReadFile(d.Path() + "/env-1"), "r1/2 1 1 2\n");
@@ -521,10 +546,12 @@ TEST(Live, PollingForWorkThatNeverCompletesIsReported)
 {
     REQUIRE_SHIM();
     TempDir d;
-    Result r = Shell(d, kGpusim + " run --servers 1 --gpus 2 -- " + kPerf +
-                          " -b 1M -e 1M -n 2 -w 1 --poll --skip-rank 1");
+    Result r = Shell(d,
+                     kGpusim + " run --servers 1 --gpus 2 -- " + kPerf +
+                         " -b 1M -e 1M -n 2 -w 1 --poll --skip-rank 1");
     EXPECT_EQ(r.code, 3) << r.err;
-    EXPECT_NE(r.err.find("keep polling for work that can never complete"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("keep polling for work that can never complete"), std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find("polls cudaStreamQuery on stream"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("never joined: 1"), std::string::npos) << r.err;
     EXPECT_LT(r.wallS, 30.0);
@@ -544,12 +571,15 @@ TEST(Live, MpirunStartsTheRanks)
         GTEST_SKIP() << "OpenMPI not installed (libopenmpi-dev, openmpi-bin): MPI test skipped";
     }
     TempDir d;
-    Result r = Shell(d, kGpusim + " run --servers 1 --gpus 4 --nproc-per-node 1 --host-time api-only "
-                                "--timeout 120 -- mpirun -np 4 --oversubscribe --allow-run-as-root " +
-                                kMpiTrain + " 4");
+    Result r = Shell(d,
+                     kGpusim +
+                         " run --servers 1 --gpus 4 --nproc-per-node 1 --host-time api-only "
+                         "--timeout 120 -- mpirun -np 4 --oversubscribe --allow-run-as-root " +
+                         kMpiTrain + " 4");
     ASSERT_EQ(r.code, 0) << r.err;
-    Result ref = Shell(d, kGpusim + " collective --servers 1 --gpus-per-server 4 --min-bytes 64M "
-                                  "--max-bytes 64M --quiet");
+    Result ref = Shell(d,
+                       kGpusim + " collective --servers 1 --gpus-per-server 4 --min-bytes 64M "
+                                 "--max-bytes 64M --quiet");
     ASSERT_EQ(ref.code, 0) << ref.err;
     auto coll = CollectiveRows(ref.out);
     ASSERT_EQ(coll.size(), 1u) << ref.out;
@@ -559,7 +589,10 @@ TEST(Live, MpirunStartsTheRanks)
     {
         double us = 0;
         int i = 0;
-        if (std::sscanf(line.c_str(), "iteration %d allreduce 67108864 bytes on 4 ranks: %lf us", &i, &us) == 2)
+        if (std::sscanf(line.c_str(),
+                        "iteration %d allreduce 67108864 bytes on 4 ranks: %lf us",
+                        &i,
+                        &us) == 2)
         {
             iterations.push_back(us);
         }
@@ -755,8 +788,8 @@ Stat(const std::string& json, const std::string& key)
 } // namespace
 
 // Optimistic synchronization gives the conservative result. Rank 1 waits in poll() (real time,
-// no simulated time: as for I/O) after each AllReduce: the simulator speculates past it, and its next op lands
-// in the speculated past, so the speculation is rolled back and re-simulated.
+// no simulated time: as for I/O) after each AllReduce: the simulator speculates past it, and its
+// next op lands in the speculated past, so the speculation is rolled back and re-simulated.
 TEST(Live, OptimisticRollsBackToTheConservativeResult)
 {
     REQUIRE_SHIM();

@@ -4,8 +4,8 @@
 
 #include <climits>
 #include <cmath>
-#include <regex>
 #include <cstdlib>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -171,9 +171,11 @@ LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer)
     plan.processesPerServer = o.Count("nproc-per-node", 0);
     plan.devicesPerProcess = o.Count("devices-per-process", 0);
     if ((o.Has("nproc-per-node") && plan.processesPerServer == 0) ||
-        (o.Has("devices-per-process") && (plan.devicesPerProcess == 0 || plan.devicesPerProcess > 64)))
+        (o.Has("devices-per-process") &&
+         (plan.devicesPerProcess == 0 || plan.devicesPerProcess > 64)))
     {
-        throw UsageError("--nproc-per-node and --devices-per-process must be positive (at most 64 devices)");
+        throw UsageError(
+            "--nproc-per-node and --devices-per-process must be positive (at most 64 devices)");
     }
     try
     {

@@ -1,16 +1,15 @@
 #include "ns3/record-command.h"
 
+#include "ns3/boolean.h"
 #include "ns3/chakra-trace.h"
 #include "ns3/cli-options.h"
-#include "ns3/program-launcher.h"
-
-#include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/gpu-spec.h"
-#include "ns3/log.h"
 #include "ns3/json-writer.h"
+#include "ns3/log.h"
 #include "ns3/op-stream-dedup.h"
 #include "ns3/profile-table-cost-model.h"
+#include "ns3/program-launcher.h"
 #include "ns3/string.h"
 
 #include <algorithm>
@@ -275,7 +274,8 @@ RecordEnvironment(const std::string& libdir,
     if (IsFile(libdir + "/libgpusim-clock.so"))
     {
         const char* pre = std::getenv("LD_PRELOAD");
-        env["LD_PRELOAD"] = libdir + "/libgpusim-clock.so" + (pre && *pre ? ":" + std::string(pre) : "");
+        env["LD_PRELOAD"] =
+            libdir + "/libgpusim-clock.so" + (pre && *pre ? ":" + std::string(pre) : "");
     }
     const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
     if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
@@ -527,7 +527,8 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::string staging;
     try
     {
-        std::set<std::string> valued = {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"};
+        std::set<std::string> valued =
+            {"preset", "gpu", "gpus", "out", "timeout", "kernel-table-template"};
         valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
         valued.insert(kHostTimeOptions.begin(), kHostTimeOptions.end());
         Options o(args, valued, {"help"}, true);
@@ -572,7 +573,8 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
             throw std::runtime_error("cannot create " + staging + ": " + std::strerror(errno));
         }
 
-        std::map<std::string, std::string> env = RecordEnvironment(libdir, staging, gpuModel, timeout);
+        std::map<std::string, std::string> env =
+            RecordEnvironment(libdir, staging, gpuModel, timeout);
         for (const auto& [k, v] : HostTimeEnvironment(o))
         {
             env[k] = v;
@@ -642,9 +644,8 @@ RecordCommand(const std::vector<std::string>& args, std::ostream& out, std::ostr
         const size_t processes = set.plan.Processes().size();
         out << "# gpusim record: " << prog << " as " << processes << " process"
             << (processes == 1 ? "" : "es") << " on " << gpus << " " << gpuModel << " GPU"
-            << (gpus == 1 ? "" : "s") << " (preset " << preset << "), "
-            << job.ranks.size() << " rank" << (job.ranks.size() == 1 ? "" : "s") << " recorded in "
-            << std::fixed;
+            << (gpus == 1 ? "" : "s") << " (preset " << preset << "), " << job.ranks.size()
+            << " rank" << (job.ranks.size() == 1 ? "" : "s") << " recorded in " << std::fixed;
         out.precision(2);
         out << wall << " s\n";
         PrintRankTable(out, job);

@@ -36,7 +36,8 @@ void
 PrintRunUsage(std::ostream& os)
 {
     os << "usage: gpusim run [--preset NAME | --cluster FILE] [cluster and NCCL options as for\n"
-          "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D] [--out DIR]\n"
+          "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D] [--out "
+          "DIR]\n"
           "       [--sync conservative|optimistic] [--host-time measured|api-only|fixed:US]\n"
           "       [--api-costs FILE] [--timeout S]\n"
           "       [--cost-model recorded|roofline] [--kernel-table FILE] [--scale-kernels RE=F]\n"
@@ -50,9 +51,11 @@ PrintRunUsage(std::ostream& os)
           "the program's clocks read simulated time. '{rank}', '{local_rank}' and '{world_size}'\n"
           "in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
           "MASTER_ADDR and MASTER_PORT are set as torchrun sets them. --out DIR keeps the run's\n"
-          "trace: 'gpusim simulate DIR' with the same options reproduces the run's metrics exactly.\n"
+          "trace: 'gpusim simulate DIR' with the same options reproduces the run's metrics "
+          "exactly.\n"
           "Host time between the program's calls (--host-time): measured = its own CPU time plus\n"
-          "what the real CUDA/NCCL/cuBLAS would spend per call (a table per GPU, doc/live-mode.md;\n"
+          "what the real CUDA/NCCL/cuBLAS would spend per call (a table per GPU, "
+          "doc/live-mode.md;\n"
           "--api-costs FILE overrides entries), api-only = the per-call costs alone (the same on\n"
           "every machine), fixed:US = US per call.\n"
           "Exit: the program's status (first failing process), 3 if the simulation could not\n"
@@ -116,7 +119,10 @@ SimulateLive(const Options& o,
     }
     err << "# gpusim run: " << plan.ranks << " ranks (" << processes.size() << " process"
         << (processes.size() == 1 ? "" : "es") << ", " << processes.front().localSize
-        << " per server" << (plan.devicesPerProcess ? ", " + std::to_string(plan.devicesPerProcess) + " GPUs pinned to each" : std::string())
+        << " per server"
+        << (plan.devicesPerProcess
+                ? ", " + std::to_string(plan.devicesPerProcess) + " GPUs pinned to each"
+                : std::string())
         << ") on " << DescribeCluster(spec) << "\n";
     PrintIterations(err, *w);
     char summary[256];
@@ -153,9 +159,15 @@ SimulateLive(const Options& o,
 int
 RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"gpus", "out", "sync",
-                                     "timeout", "json", "trace", "cost-model", "kernel-table",
-                                     "scale-kernels"};
+    std::set<std::string> valued = {"gpus",
+                                    "out",
+                                    "sync",
+                                    "timeout",
+                                    "json",
+                                    "trace",
+                                    "cost-model",
+                                    "kernel-table",
+                                    "scale-kernels"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kLaunchOptions.begin(), kLaunchOptions.end());
     valued.insert(kHostTimeOptions.begin(), kHostTimeOptions.end());
