@@ -83,6 +83,25 @@ RingLifts(char* ring)
     return reinterpret_cast<uint32_t*>(ring + 256);
 }
 
+/// Sends a record to the snapshot with `n` descriptors attached (SCM_RIGHTS).
+void
+SendRecord(int channel, const std::string& rec, const int* fds, int n)
+{
+    iovec iov = {const_cast<char*>(rec.data()), rec.size()};
+    char control[CMSG_SPACE(2 * sizeof(int))] = {};
+    msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+    std::memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+    (void)!::sendmsg(channel, &msg, 0);
+}
+
 uint64_t
 ClockNs(clockid_t id)
 {
@@ -1693,23 +1712,8 @@ LiveJobSource::RollBack()
             continue; // accepted and closed since: its bytes and end are in the log
         }
         // The connection's socket and, if it has one, its op ring.
-        char rec[32];
-        const int len = std::snprintf(rec, sizeof rec, "F %d", id);
-        iovec iov = {rec, static_cast<size_t>(len)};
         const int fds[2] = {it->second.fd, it->second.ringFd};
-        const int nfds = it->second.ringFd >= 0 ? 2 : 1;
-        char control[CMSG_SPACE(2 * sizeof(int))] = {};
-        msghdr msg = {};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-        std::memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-        (void)!::sendmsg(m_spec.channel, &msg, 0);
+        SendRecord(m_spec.channel, "F " + std::to_string(id), fds, it->second.ringFd >= 0 ? 2 : 1);
     }
     // Rings of connections the snapshot knows, attached since (their HELLO came later).
     for (int32_t id : m_spec.rings)
@@ -1719,21 +1723,7 @@ LiveJobSource::RollBack()
         {
             continue;
         }
-        char rec[32];
-        const int len = std::snprintf(rec, sizeof rec, "G %d", id);
-        iovec iov = {rec, static_cast<size_t>(len)};
-        char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg = {};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(cm), &it->second.ringFd, sizeof(int));
-        (void)!::sendmsg(m_spec.channel, &msg, 0);
+        SendRecord(m_spec.channel, "G " + std::to_string(id), &it->second.ringFd, 1);
     }
     const std::string rec = "R " + path + " " + std::to_string(m_spec.events);
     (void)!::send(m_spec.channel, rec.data(), rec.size(), 0);

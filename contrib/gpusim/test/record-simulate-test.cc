@@ -557,21 +557,8 @@ TEST(RecordSimulate, OneProcessDrivingFourGpusGivesFourIdenticalPrograms)
         GTEST_SKIP() << "shim libraries or shim_train not built (GPUSIM_BUILD_SHIM=OFF?)";
     }
     const std::string dir = TempDir() + "/trace";
-    CliResult rec = Cli({"record",
-                         "--gpus",
-                         "4",
-                         "--nproc-per-node",
-                         "1",
-                         "--out",
-                         dir,
-                         "--timeout",
-                         "120",
-                         "--",
-                         kTrain,
-                         "--iters",
-                         "2",
-                         "--devices",
-                         "4"});
+    CliResult rec = Cli({"record", "--gpus", "4", "--nproc-per-node", "1", "--out", dir,
+                         "--timeout", "120", "--", kTrain, "--iters", "2", "--devices", "4"});
     ASSERT_EQ(rec.code, 0) << rec.err;
     EXPECT_NE(rec.out.find("as 1 process on 4 h100-sxm GPUs (preset dgx-h100), 4 ranks"),
               std::string::npos)
@@ -654,17 +641,8 @@ TEST(RecordSimulateNvcc, PollingLoopQueriesWaitForTheCollective)
     ASSERT_FALSE(exe.empty());
     const std::string dir = TempDir() + "/trace";
     // One process driving both GPUs of the job.
-    CliResult rec = Cli({"record",
-                         "--gpus",
-                         "2",
-                         "--nproc-per-node",
-                         "1",
-                         "--out",
-                         dir,
-                         "--timeout",
-                         "120",
-                         "--",
-                         exe});
+    CliResult rec = Cli({"record", "--gpus", "2", "--nproc-per-node", "1", "--out", dir,
+                         "--timeout", "120", "--", exe});
     ASSERT_EQ(rec.code, 0) << rec.err;
     JobTrace job = ReadJobTrace(dir);
     ASSERT_EQ(job.ranks.size(), 2u);
