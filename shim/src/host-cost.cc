@@ -4,16 +4,15 @@
 // per line, '#' comments), e.g. with numbers measured on one's own machine.
 //
 // Sources (details and the measurements behind every number: doc/host-costs.md):
-//  [K-H100] our Kineto trace of an H100 host (shared/data/kineto/tracelens_h100_*: EPYC 9654,
-//           driver 575, CUDA 12.4): medians of the cuda_runtime event durations, minus ~0.5 us of
-//           CUPTI instrumentation for launches;
-//  [K-A100] the Kineto traces of A100 hosts in shared/data/kineto (hta_*);
-//  [S6]  raw cuLaunchKernel 3.0 us without a profiler (GB200);
-//  [S12] PaddlePaddle PR #40438: cudaGetDevice 74 ns, cudaSetDevice 120 ns (A100 host, 1M calls);
-//  [S17] NVIDIA/raft PR #1736: cuBLAS GEMM ~10 us and memoized cuBLASLt ~5 us from entry to launch;
+//  [H200] timed on a real H200 host (bench/device/api-costs.cu: Intel Xeon, driver 580.159, CUDA
+//         13.0; contrib/gpusim/test/data/h200/api-costs.json): the median wall time per call.
+//         Host cost depends on the CPU, driver and runtime rather than on the GPU, so the A100
+//         column takes the same measurement: the A100 Kineto traces in shared/data (2-10x higher
+//         for cheap calls) include CUPTI's instrumentation and older software;
 //  [S21] NCCL src/enqueue.cc: per communicator at group end two event records, two stream waits
 //        and one cuLaunchKernelEx;
 //  [S22] NVIDIA/nccl issue #1984: 100 grouped all-reduces on 4 communicators, 3.5 us per op;
+//  [K-A100] the Kineto traces of A100 hosts in shared/data/kineto (hta_*);
 //  [D]   derived from related measured calls (stated per entry).
 #include <cerrno>
 #include <cstdio>
@@ -34,55 +33,57 @@ struct CostEntry {
 
 // clang-format off
 const CostEntry kCosts[] = {
-    // Any call without an entry of its own: cudaGetDevice 0.07, cudaSetDevice 0.12 us [S12].
-    {ApiCost::Call,            "call",             0.1,   0.1},
-    // cudaLaunchKernel: [K-H100] median 3.2 us - CUPTI; [S6] 3.0 us raw; [K-A100] 4-10 us (older stack).
-    {ApiCost::Launch,          "launch",           2.5,   3.0},
-    // cudaMemcpyAsync, pinned or device memory: [K-A100] 5-6 us; H100 [D] = A100 ratio to a launch.
-    {ApiCost::MemcpyAsync,     "memcpy_async",     4.0,   5.0},
-    // cudaMemsetAsync: [K-H100] median 3.6 us; [K-A100] 6 us.
-    {ApiCost::MemsetAsync,     "memset_async",     3.5,   6.0},
-    // cudaEventRecord: [K-A100] 1-2.4 us; H100 [D].
-    {ApiCost::EventRecord,     "event_record",     1.0,   1.5},
-    // cudaEventQuery / cudaStreamQuery: [K-A100] < 0.5 us (integer traces); stream query [D] = event query.
-    {ApiCost::EventQuery,      "event_query",      0.5,   0.5},
-    {ApiCost::StreamQuery,     "stream_query",     0.5,   0.5},
-    // cudaStreamWaitEvent: [K-A100] 0.8-1.5 us; B200 trace 0.7 us.
-    {ApiCost::StreamWaitEvent, "stream_wait_event", 0.7,  1.0},
-    // cudaEventElapsedTime: [K-A100] 3.8 us.
-    {ApiCost::EventElapsed,    "event_elapsed",    3.0,   3.5},
-    // Synchronize calls, the call itself (work already done): [K-A100] 3 / 2.6 / 8+ us; H100 [D].
-    {ApiCost::StreamSync,      "stream_sync",      2.0,   3.0},
-    {ApiCost::EventSync,       "event_sync",       2.0,   2.5},
-    {ApiCost::DeviceSync,      "device_sync",      8.0,  10.0},
-    // GPU done -> a waiting call returns, spinning (cudaDeviceScheduleAuto on a server spins):
-    // [K-H100] 3.9-4.5 us between the last kernel's end and the sync's return; [K-A100] 2-7 us.
-    {ApiCost::SyncWake,        "sync_wake",        3.0,   4.0},
-    // ... with cudaDeviceScheduleBlockingSync (interrupt + futex wake-up) [D]: no measurement found.
-    {ApiCost::SyncWakeBlocking, "sync_wake_blocking", 10.0, 10.0},
-    // cudaMalloc: [K-A100] smallest calls 6-44 us, tens of MiB 200-284 us [D: base + per MiB].
-    {ApiCost::Malloc,          "malloc",          30.0,  30.0},
-    {ApiCost::MallocPerMiB,    "malloc_per_mib",   7.0,   7.0},
-    // cudaFree (implicitly synchronising; the wait itself is not modelled): [K-A100] 2-5 us smallest.
-    {ApiCost::Free,            "free",             5.0,   5.0},
-    // cudaHostAlloc / cudaMallocHost (page-locking): [K-A100] 1,965 and 3,498 us.
+    // Any call without an entry of its own: cudaGetDevice 0.035, cudaSetDevice 0.077,
+    // cudaStreamIsCapturing 0.05, cudaGetLastError 0.02 us [H200].
+    {ApiCost::Call,            "call",             0.05,  0.05},
+    // cudaLaunchKernel / <<<>>> of an empty kernel [H200] (3.5-4.6 us over three runs).
+    {ApiCost::Launch,          "launch",           3.8,   3.8},
+    // cudaMemcpyAsync of 4 KiB, pinned host to device 1.39, device to host 1.31 us [H200].
+    {ApiCost::MemcpyAsync,     "memcpy_async",     1.35,  1.35},
+    // ... device to device (the runtime launches a copy kernel): 4.05 us [H200], the extra part.
+    {ApiCost::MemcpyD2D,       "memcpy_d2d_extra", 2.7,   2.7},
+    // cudaMemsetAsync of 4 KiB [H200].
+    {ApiCost::MemsetAsync,     "memset_async",     0.83,  0.83},
+    // cudaEventRecord [H200].
+    {ApiCost::EventRecord,     "event_record",     0.15,  0.15},
+    // cudaEventQuery / cudaStreamQuery on finished work [H200].
+    {ApiCost::EventQuery,      "event_query",      0.17,  0.17},
+    {ApiCost::StreamQuery,     "stream_query",     0.2,   0.2},
+    // cudaStreamWaitEvent [H200].
+    {ApiCost::StreamWaitEvent, "stream_wait_event", 0.14, 0.14},
+    // cudaEventElapsedTime [H200].
+    {ApiCost::EventElapsed,    "event_elapsed",    0.07,  0.07},
+    // Synchronize calls on finished work, the call itself [H200].
+    {ApiCost::StreamSync,      "stream_sync",      0.23,  0.23},
+    {ApiCost::EventSync,       "event_sync",       0.18,  0.18},
+    {ApiCost::DeviceSync,      "device_sync",      0.37,  0.37},
+    // GPU done -> a waiting cudaStreamSynchronize returns, with the default scheduling (spinning on
+    // a server): from a kernel's last write reaching host memory to the call's return [H200].
+    {ApiCost::SyncWake,        "sync_wake",        1.9,   1.9},
+    // ... after cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync): 39 us [H200].
+    {ApiCost::SyncWakeBlocking, "sync_wake_blocking", 39.0, 39.0},
+    // cudaMalloc: 35 us for 1 MiB, 39 for 32 MiB, 56 for 256 MiB [H200].
+    {ApiCost::Malloc,          "malloc",          35.0,  35.0},
+    {ApiCost::MallocPerMiB,    "malloc_per_mib",   0.08,  0.08},
+    // cudaFree of 1 MiB on an idle device (it synchronises) [H200].
+    {ApiCost::Free,            "free",            27.0,  27.0},
+    // cudaHostAlloc / cudaMallocHost, a first allocation (page-locking): [K-A100] 1,965 and 3,498 us
+    // (a re-allocation of a size just freed is 1.3 us on the H200 host: the driver caches it).
     {ApiCost::HostAlloc,       "host_alloc",    2500.0, 2500.0},
-    // cublasGemmEx / cublasSgemm, its own CUDA calls and launch included: [K-H100] one GEMM's cuBLAS
-    // calls (cudaFuncGetAttributes, cudaMemsetAsync, 3x cudaFuncSetAttribute, cudaLaunchKernelExC) take
-    // 13.2 us under CUPTI -> 12 us; [S17] ~10 us.
-    {ApiCost::CublasGemm,      "cublas_gemm",     12.0,  10.0},
-    // cublasLtMatmul with a chosen algorithm: [S17] ~5 us; H100 +1 us for its cluster launch (ExC).
-    {ApiCost::CublasLtMatmul,  "cublaslt_matmul",  6.0,   5.0},
+    // cublasGemmEx (bf16) 8.1, cublasSgemm 8.6 us per call, its own CUDA calls included [H200].
+    {ApiCost::CublasGemm,      "cublas_gemm",      8.3,   8.3},
+    // cublasLtMatmul with a chosen algorithm [H200].
+    {ApiCost::CublasLtMatmul,  "cublaslt_matmul",  6.5,   6.5},
     // An NCCL collective / send / recv call: it only queues a task [S22: <= 0.9 us per op and comm].
     {ApiCost::NcclEnqueue,     "nccl_enqueue",     0.5,   0.5},
     // Launching one communicator's kernel at ncclGroupEnd (or at an ungrouped call) [S21]: two event
-    // records + two stream waits + one launch, with this table's numbers [D].
-    {ApiCost::NcclLaunch,      "nccl_launch",      6.0,   8.0},
+    // records, two stream waits and one launch, timed on the H200 host: 2 x (0.15 + 0.14) + 3.8 [D].
+    {ApiCost::NcclLaunch,      "nccl_launch",      4.4,   4.4},
     // A cuDNN backend graph execution (descriptor checks, plan lookup, its launches) [D]: a
-    // cuBLASLt call's cost, no cuDNN measurement found.
-    {ApiCost::CudnnExecute,    "cudnn_execute",    6.0,   5.0},
-    // clock_gettime(CLOCK_MONOTONIC) through the vDSO: 21 ns measured on this project's machine (TSC).
-    {ApiCost::ClockRead,       "clock_read",       0.02,  0.02},
+    // cuBLASLt call's cost, no cuDNN measurement.
+    {ApiCost::CudnnExecute,    "cudnn_execute",    6.5,   6.5},
+    // clock_gettime(CLOCK_MONOTONIC) through the vDSO [H200].
+    {ApiCost::ClockRead,       "clock_read",       0.03,  0.03},
 };
 // clang-format on
 

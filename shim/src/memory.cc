@@ -160,6 +160,8 @@ cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
   l.Str("kind", c.kind).U64("bytes", bytes).Int("stream", s.id).Bool("async", !c.blocksHost);
   // A peer copy crosses between two GPUs (ranks): the simulator moves it over their link.
   if (c.kind[0] == 'p') l.Rank("src_rank", c.srcDev).Rank("dst_rank", c.dstDev);
+  // The runtime copies between device buffers with a kernel it launches.
+  if (c.kind[0] == 'p' || !strcmp(c.kind, "d2d")) ChargeApi(ApiCost::MemcpyD2D);
   if (c.pageable) l.Bool("pageable", true);
   if (c.blocksHost) WakeField(l, s.device);
   if (LiveMode() && c.blocksHost) {

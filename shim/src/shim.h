@@ -108,6 +108,7 @@ enum class ApiCost : uint8_t {
   Call,
   Launch,
   MemcpyAsync,
+  MemcpyD2D,
   MemsetAsync,
   EventRecord,
   EventQuery,
