@@ -25,6 +25,7 @@
 #include "nccl.h"
 
 #include "check-macros.h"
+#include "program-util.h"
 
 namespace {
 
@@ -115,10 +116,6 @@ Options Parse(int argc, char** argv) {
   return o;
 }
 
-int EnvInt(const char* name, int dflt) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : dflt;
-}
 
 double NowMs() {
   timespec t;
@@ -138,32 +135,6 @@ void HostWork(int us) {
   } while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) / 1e3 < us);
 }
 
-// Rank 0 creates the id and writes it; the others read it (llm.c's file-system init).
-void ShareId(ncclUniqueId* id, int rank, const char* file) {
-  if (!file) {
-    CHECK_NCCL(ncclGetUniqueId(id));  // the launcher shares it (GPUSIM_UNIQUE_ID_FILE)
-    return;
-  }
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(id));
-    std::string tmp = std::string(file) + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (!f || fwrite(id, sizeof *id, 1, f) != 1) exit(1);
-    fclose(f);
-    rename(tmp.c_str(), file);
-    return;
-  }
-  for (int i = 0; i < 12000; ++i) {
-    if (FILE* f = fopen(file, "rb")) {
-      const bool ok = fread(id, sizeof *id, 1, f) == 1;
-      fclose(f);
-      if (ok) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  fprintf(stderr, "rank %d: no NCCL id in %s\n", rank, file);
-  exit(1);
-}
 
 // ---- the model's GEMMs through cuBLASLt, as llm.c's matmul_cublaslt ----
 

@@ -37,6 +37,7 @@
 #include "nccl.h"
 
 #include "check-macros.h"
+#include "program-util.h"
 
 namespace {
 
@@ -114,10 +115,6 @@ Args Parse(int argc, char** argv) {
   return a;
 }
 
-int EnvInt(const char* name, int def) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : def;
-}
 
 double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();

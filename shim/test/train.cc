@@ -24,6 +24,7 @@
 #include "nccl.h"
 
 #include "check-macros.h"
+#include "program-util.h"
 
 // ---- what nvcc generates for two __global__ functions ----
 
@@ -224,36 +225,7 @@ static void Teardown(Rank& r) {
   CHECK_NCCL(ncclCommDestroy(r.comm));
 }
 
-static int EnvInt(const char* name, int dflt) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : dflt;
-}
 
-static void ShareId(ncclUniqueId* id, int rank, const char* file) {
-  if (!file) {
-    CHECK_NCCL(ncclGetUniqueId(id));  // the shim shares it through GPUSIM_UNIQUE_ID_FILE
-    return;
-  }
-  std::string tmp = std::string(file) + ".tmp";
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(id));
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (!f || fwrite(id, sizeof *id, 1, f) != 1) exit(1);
-    fclose(f);
-    rename(tmp.c_str(), file);
-    return;
-  }
-  for (int i = 0; i < 6000; ++i) {
-    if (FILE* f = fopen(file, "rb")) {
-      bool ok = fread(id, sizeof *id, 1, f) == 1;
-      fclose(f);
-      if (ok) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  fprintf(stderr, "rank %d: no unique id in %s\n", rank, file);
-  exit(1);
-}
 
 int main(int argc, char** argv) {
   int iters = 3, devices = 0;
