@@ -123,17 +123,6 @@ double NowMs() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-// The program's own CPU work (data loading, logging) between steps.
-void HostWork(int us) {
-  if (us <= 0) return;
-  timespec t0, t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-  volatile double x = 1;
-  do {
-    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) / 1e3 < us);
-}
 
 
 // ---- the model's GEMMs through cuBLASLt, as llm.c's matmul_cublaslt ----
@@ -233,7 +222,7 @@ int main(int argc, char** argv) {
   double total = 0;
   for (int step = 0; step < o.steps; ++step) {
     const double t0 = NowMs();
-    HostWork(o.hostWorkUs);
+    BurnCpu(o.hostWorkUs);
     // Forward.
     Launch(kEncoder, B * T * C, s);
     for (size_t l = 0; l < L; ++l) {

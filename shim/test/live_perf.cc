@@ -154,16 +154,6 @@ void AllReduce(std::vector<Gpu>& gpus, size_t count) {
   CHECK_NCCL(ncclGroupEnd());
 }
 
-// Burns ms milliseconds of this thread's CPU time.
-void BusyCpu(int ms) {
-  timespec t0, t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-  volatile double x = 1;
-  do {
-    for (int i = 0; i < 10000; ++i) x = x * 1.0000001 + 1e-9;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000.0 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
-}
 
 void Gemm(Gpu& g) {
   const int n = 4096;
@@ -266,7 +256,7 @@ int main(int argc, char** argv) {
           for (int l = 0; l < 4; ++l) Gemm(g);
         if (rank == a.crashRank && step == a.iters / 2) abort();
         AllReduce(gpus, a.maxBytes / sizeof(float));
-        if (a.hostWorkMs) BusyCpu(a.hostWorkMs);  // e.g. the next batch's preprocessing
+        if (a.hostWorkMs) BurnCpu(a.hostWorkMs * 1000.0);  // e.g. the next batch's preprocessing
         if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank)) poll(nullptr, 0, a.sleepMs);
         WaitAll(a, gpus);
         if (rank == 0) printf("step %d %.3f ms\n", step, (NowUs() - t0) / 1e3);

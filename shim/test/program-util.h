@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <time.h>
 
 // An integer from the environment (RANK, LOCAL_RANK, ...), or `dflt`.
 inline int EnvInt(const char* name, int dflt) {
@@ -43,6 +44,19 @@ inline void ShareId(ncclUniqueId* id, int rank, const char* file) {
   }
   fprintf(stderr, "rank %d: no NCCL id in %s\n", rank, file);
   exit(1);
+}
+
+// Burns `us` microseconds of this thread's CPU time: the program's own work between CUDA calls
+// (data loading, preprocessing, logging), which the live mode must count on its clock.
+inline void BurnCpu(double us) {
+  if (us <= 0) return;
+  timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  volatile double x = 1;
+  do {
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) / 1e3 < us);
 }
 
 #endif
