@@ -523,7 +523,7 @@ TEST(Live, OneGpuOrOneCommRankForTwoProcessesIsAnError)
     EXPECT_FALSE(Exists(trace + "/manifest.json"));
 }
 
-// `gpusim record` starts processes as `gpusim run` does: placeholders replaced, launcher
+// `gpusim record` starts processes as `gpusim run` does: `{rank}` and `{world_size}` substituted, launcher
 // variables set.
 TEST(Live, RecordPlacesProcessesAsRunDoes)
 {
