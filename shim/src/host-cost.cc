@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #include "cudart-internal.h"
 
@@ -98,6 +99,14 @@ bool HopperSystem() {
   return strncmp(key, "h100", 4) == 0 || strncmp(key, "h200", 4) == 0;
 }
 
+// A malformed override file ends the program at its first CUDA call, before any work: running on
+// with the built-in costs would give other numbers than the user asked for, with only a warning.
+[[noreturn]] void RefuseCostFile(const char* file) {
+  fprintf(stderr, "gpusim: GPUSIM_API_COSTS=%s: not used, fix the lines above (the names are in doc/host-costs.md)\n",
+          file);
+  _exit(2);
+}
+
 CostTable Load() {
   CostTable t;
   const bool hopper = HopperSystem();
@@ -106,36 +115,41 @@ CostTable Load() {
   if (!file || !*file) return t;
   FILE* f = fopen(file, "r");
   if (!f) {
-    fprintf(stderr, "gpusim: cannot read GPUSIM_API_COSTS=%s: %s; using the built-in host costs\n", file,
-            strerror(errno));
-    return t;
+    fprintf(stderr, "gpusim: cannot read GPUSIM_API_COSTS=%s: %s\n", file, strerror(errno));
+    RefuseCostFile(file);
   }
+  bool bad = false;
   char line[256];
   for (int lineNo = 1; fgets(line, sizeof line, f); ++lineNo) {
     char* hash = strchr(line, '#');
     if (hash) *hash = '\0';
     char name[64];
+    char extra[8];
     double us = 0;
-    int n = sscanf(line, "%63s %lf", name, &us);
+    int n = sscanf(line, "%63s %lf %7s", name, &us, extra);
     if (n <= 0) continue;  // blank or comment
     const CostEntry* entry = nullptr;
     for (const CostEntry& e : kCosts)
       if (strcmp(e.name, name) == 0) entry = &e;
-    if (n != 2 || !entry || !(us >= 0) || us > 1e7) {
-      fprintf(stderr,
-              "gpusim: %s:%d: expected '<name> <microseconds>' with a known name and 0 <= us, got '%s'; line ignored\n",
-              file, lineNo, name);
-      continue;
-    }
+    const char* why = nullptr;
+    if (!entry)
+      why = "unknown name";
+    else if (n < 2 || !(us >= 0) || us > 1e7)
+      why = "expected a number of microseconds, 0 to 1e7";
+    else if (n > 2)
+      why = "text after the number";
     // A poll answered "not ready" must cost time, or a polling loop would never end.
-    if ((entry->cost == ApiCost::EventQuery || entry->cost == ApiCost::StreamQuery) && us <= 0) {
-      fprintf(stderr, "gpusim: %s:%d: %s must be > 0 (a polling loop must advance time); line ignored\n", file, lineNo,
-              name);
+    else if ((entry->cost == ApiCost::EventQuery || entry->cost == ApiCost::StreamQuery) && us <= 0)
+      why = "must be > 0 (a polling loop must advance time)";
+    if (why) {
+      fprintf(stderr, "gpusim: %s:%d: '%s': %s\n", file, lineNo, name, why);
+      bad = true;
       continue;
     }
     t.ns[(int)entry->cost] = (uint64_t)(us * 1000.0 + 0.5);
   }
   fclose(f);
+  if (bad) RefuseCostFile(file);
   return t;
 }
 

@@ -32,6 +32,15 @@ LaunchPlan::Validate() const
     {
         throw std::invalid_argument("a job needs at least one GPU");
     }
+    // One GPU is driven by one process (a second one's claim fails), so more processes than a
+    // server's GPUs cannot start: refuse rather than start fewer than asked for.
+    if (processesPerServer > std::min(ranks, gpusPerServer))
+    {
+        throw std::invalid_argument(std::to_string(processesPerServer) +
+                                    " processes per server need as many GPUs per server; the job "
+                                    "has " +
+                                    std::to_string(std::min(ranks, gpusPerServer)));
+    }
     if (devicesPerProcess > 0)
     {
         for (uint32_t s = 0; s < Servers(); ++s)

@@ -439,6 +439,34 @@ TEST(Live, EachCallCostsWhatTheRealLibraryCosts)
     }
 }
 
+// --api-costs FILE replaces entries of the table (here cuBLAS's 8.3 us by 20), and a file with a
+// mistake ends the program at its first CUDA call, naming the file, the line and what is wrong,
+// instead of running on with costs the user did not ask for.
+TEST(Live, ApiCostsFileOverridesTheTable)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    const std::string costs = d.Path() + "/costs.txt";
+    std::ofstream(costs) << "# my host\ncublas_gemm 20   # timed here\n\n";
+    const std::string trace = d.Path() + "/trace";
+    Result r = Shell(d, kGpusim + " run --gpus 1 --host-time api-only --api-costs " + costs +
+                            " --out " + trace + " -- " + kPerf + " --mode gemm -n 10");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::vector<double> gemms = CpuUsOf(trace + "/rank-0.jsonl", "kernel");
+    ASSERT_GE(gemms.size(), 10u);
+    EXPECT_DOUBLE_EQ(gemms.back(), 20.05); // + the loop's cudaSetDevice
+
+    std::ofstream(costs) << "launch 3.8\nlaunchh 2\nmemset_async fast\nstream_query 0\n";
+    Result bad = Shell(d, kGpusim + " run --gpus 1 --host-time api-only --api-costs " + costs +
+                              " -- " + kPerf + " --mode gemm -n 10");
+    EXPECT_NE(bad.code, 0);
+    EXPECT_NE(bad.err.find(costs + ":2: 'launchh': unknown name"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find(costs + ":3: 'memset_async': expected a number"), std::string::npos)
+        << bad.err;
+    EXPECT_NE(bad.err.find(costs + ":4: 'stream_query': must be > 0"), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.err.find(":1:"), std::string::npos) << bad.err;
+}
+
 // One process per GPU that selects its GPU by local rank (torchrun / llm.c style), the same with
 // the launcher pinning one GPU per process (CUDA_VISIBLE_DEVICES, set by gpusim or by a wrapper
 // script): every variant runs and gives the same step time; `gpusim record` + `simulate` gives
@@ -742,6 +770,10 @@ TEST(Live, UsageErrors)
     Result r = Shell(d, kGpusim + " run --sync eventually -- true");
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("--sync"), std::string::npos);
+    // More processes than a server's GPUs would leave some without a GPU: refused, not trimmed.
+    Result many = Shell(d, kGpusim + " run --gpus 2 --nproc-per-node 3 -- true");
+    EXPECT_EQ(many.code, 1);
+    EXPECT_NE(many.err.find("3 processes per server"), std::string::npos) << many.err;
 }
 
 // A thread per GPU while the main thread, which used GPU 0 first, waits in join(): blocked
