@@ -34,7 +34,6 @@ namespace {
 struct LiveConfig {
   bool on = false;
   std::string socket;
-  int process = 0;
   pid_t simulator = 0;  // our parent when gpusim run started us
   double timeoutS = 0;
   bool spin = false;  // GPUSIM_LIVE_SPIN=1: gpusim run saw a core to spare
@@ -47,7 +46,6 @@ const LiveConfig& Cfg() {
     if (!s || !*s) return c;
     c.on = true;
     c.socket = s;
-    if (const char* p = getenv("GPUSIM_LIVE_PROCESS")) c.process = atoi(p);
     if (const char* t = getenv("GPUSIM_LIVE_TIMEOUT")) c.timeoutS = atof(t);
     if (const char* s = getenv("GPUSIM_LIVE_SPIN")) c.spin = strcmp(s, "1") == 0;
     c.simulator = getppid();
@@ -196,7 +194,7 @@ Connection* Connect() {
   }
   char hello[64];
   // The thread id lets the simulator see when this thread is blocked outside CUDA.
-  int n = snprintf(hello, sizeof hello, "HELLO %d %d %d\n", Cfg().process, (int)getpid(), (int)syscall(SYS_gettid));
+  int n = snprintf(hello, sizeof hello, "HELLO %d %d\n", (int)getpid(), (int)syscall(SYS_gettid));
   const int ringFd = MakeRing(&c.ring);
   if (c.ring.base) t_lifts = c.ring.lifts();
   const bool sent = SendHello(fd, hello, (size_t)n, ringFd);

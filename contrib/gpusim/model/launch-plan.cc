@@ -1,6 +1,7 @@
 #include "ns3/launch-plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -21,7 +22,8 @@ ReplaceAll(std::string s, const std::string& from, const std::string& to)
     return s;
 }
 
-/// A fixed port for torchrun-style rendezvous (env://): the job's processes share this machine.
+/// torchrun's default port for env:// rendezvous (the job's processes share this machine); a
+/// MASTER_PORT in the launcher's environment wins, so that concurrent jobs can use their own.
 constexpr int kMasterPort = 29500;
 } // namespace
 
@@ -100,10 +102,8 @@ LaunchPlan::Processes() const
             p.server = s;
             p.localRank = l;
             p.localSize = count;
-            p.devices = gpus;
             if (devicesPerProcess > 0)
             {
-                p.devices = devicesPerProcess;
                 for (uint32_t d = 0; d < devicesPerProcess; ++d)
                 {
                     p.visible += (d ? "," : "") + std::to_string(l * devicesPerProcess + d);
@@ -124,7 +124,8 @@ LaunchPlan::Environment(const Process& p, uint32_t processes) const
     env["WORLD_SIZE"] = env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
     env["LOCAL_WORLD_SIZE"] = std::to_string(p.localSize);
     env["MASTER_ADDR"] = "127.0.0.1";
-    env["MASTER_PORT"] = std::to_string(kMasterPort);
+    const char* port = std::getenv("MASTER_PORT");
+    env["MASTER_PORT"] = port && *port ? port : std::to_string(kMasterPort);
     // The processes of one job (claims of GPUs and ranks never pass to a later process).
     env["GPUSIM_JOB"] = std::to_string(::getpid());
     env["GPUSIM_SERVER"] = std::to_string(p.server);

@@ -36,7 +36,6 @@ struct LaunchPlan
         uint32_t server;     //!< simulated server it runs on
         uint32_t localRank;  //!< LOCAL_RANK: number among its server's processes
         uint32_t localSize;  //!< LOCAL_WORLD_SIZE
-        uint32_t devices;    //!< GPUs it sees
         std::string visible; //!< CUDA_VISIBLE_DEVICES it gets ("" : not set)
     };
 

@@ -9,6 +9,7 @@
 #include "ns3/uinteger.h"
 
 #include <cerrno>
+#include <cstdarg>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,18 @@ struct LiveRunEnded : std::runtime_error
 {
     using std::runtime_error::runtime_error;
 };
+
+/// printf into a string (the messages of the Warning trace source).
+__attribute__((format(printf, 1, 2))) std::string
+Format(const char* fmt, ...)
+{
+    char buf[512];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, args);
+    va_end(args);
+    return buf;
+}
 
 double
 WallSeconds()
@@ -135,17 +148,6 @@ LiveJobSource::GetTypeId()
             .SetParent<OpFeed>()
             .SetGroupName("Gpusim")
             .AddConstructor<LiveJobSource>()
-            .AddAttribute("DevicesPerProcess",
-                          "Launch(program, processes): GPUs pinned to each process with "
-                          "CUDA_VISIBLE_DEVICES (ranks = processes x this)",
-                          UintegerValue(1),
-                          MakeUintegerAccessor(&LiveJobSource::m_devicesPerProcess),
-                          MakeUintegerChecker<uint32_t>(1, 64))
-            .AddAttribute("ProcessesPerServer",
-                          "Launch(program, processes): processes on one server",
-                          UintegerValue(8),
-                          MakeUintegerAccessor(&LiveJobSource::m_processesPerServer),
-                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("Optimistic",
                           "Optimistic synchronization: run ahead of the programs from fork()ed "
                           "snapshots, rolling back when an op arrives in the simulated past "
@@ -172,6 +174,11 @@ LiveJobSource::GetTypeId()
                             "Optimistic mode: a speculation was undone (events re-simulated)",
                             MakeTraceSourceAccessor(&LiveJobSource::m_rolledBack),
                             "ns3::LiveJobSource::RollbackCallback")
+            .AddTraceSource("Warning",
+                            "The run goes on, but not quite as asked: GPUs given up, a spinning "
+                            "thread lifted, an op or a thread that arrived late (message)",
+                            MakeTraceSourceAccessor(&LiveJobSource::m_warning),
+                            "ns3::LiveJobSource::WarningCallback")
             .AddAttribute("TimeoutS",
                           "Wall-clock limit of the whole run in seconds (0: none)",
                           DoubleValue(0),
@@ -215,19 +222,6 @@ LiveJobSource::DoDispose()
     }
     m_launcher.StopAll(0.5);
     OpFeed::DoDispose();
-}
-
-void
-LiveJobSource::Launch(const std::vector<std::string>& program,
-                      uint32_t processes,
-                      const std::string& shimLibDir,
-                      const std::map<std::string, std::string>& extraEnv)
-{
-    gpusim::LaunchPlan plan;
-    plan.ranks = processes * m_devicesPerProcess;
-    plan.gpusPerServer = m_processesPerServer * m_devicesPerProcess;
-    plan.devicesPerProcess = m_devicesPerProcess;
-    Launch(program, plan, shimLibDir, extraEnv);
 }
 
 void
@@ -470,14 +464,12 @@ LiveJobSource::ReleaseUnclaimedRanks()
     }
     if (count > 0)
     {
-        std::fprintf(stderr,
-                     "gpusim run: warning: the program waits while %u GPU%s of the job were never "
-                     "used (rank%s %s); going on without them (run with as many GPUs as the "
-                     "program uses)\n",
-                     count,
-                     count == 1 ? "" : "s",
-                     count == 1 ? "" : "s",
-                     released.c_str());
+        m_warning(Format("the program waits while %u GPU%s of the job were never used (rank%s "
+                         "%s); going on without them (run with as many GPUs as the program uses)",
+                         count,
+                         count == 1 ? "" : "s",
+                         count == 1 ? "" : "s",
+                         released.c_str()));
         m_dirty = true;
         WakeParked();
     }
@@ -589,12 +581,10 @@ LiveJobSource::BoundExcept(int32_t except) const
             bound = 0;
             continue;
         }
+        // Every program thread, those whose HELLO is still unread too (their clock is still 0).
         for (const auto& [id, c] : m_conns)
         {
-            if (c.process >= 0)
-            {
-                boundBy(c);
-            }
+            boundBy(c);
         }
     }
     return bound;
@@ -678,14 +668,13 @@ LiveJobSource::LiftBlockedThreads()
         {
             if (m_stats.liftedSpinning++ == 0)
             {
-                std::fprintf(stderr,
-                             "gpusim run: warning: %s thread %d has run for %.1f s without a CUDA "
-                             "call while every other program thread waits for the simulation; it "
-                             "is taken to wait for them outside CUDA (e.g. spinning in an MPI "
-                             "barrier) and the simulation goes on without it\n",
-                             DescribeProcess(c->process).c_str(),
-                             c->tid,
-                             now - c->lastLineWallS);
+                m_warning(Format("%s thread %d has run for %.1f s without a CUDA call while every "
+                                 "other program thread waits for the simulation; it is taken to "
+                                 "wait for them outside CUDA (e.g. spinning in an MPI barrier) and "
+                                 "the simulation goes on without it",
+                                 DescribeProcess(c->process).c_str(),
+                                 c->tid,
+                                 now - c->lastLineWallS));
             }
         }
     }
@@ -930,6 +919,7 @@ LiveJobSource::Returned(uint32_t rank, uint32_t thread, const Op& op, int64_t va
     else
     {
         NoteProgress();
+        m_lastPoll.erase({rank, thread});
     }
     auto c = m_conns.find(a.conn);
     if (m_spec.active && now >= m_bound && c != m_conns.end())
@@ -1200,13 +1190,22 @@ LiveJobSource::AttachRing(int32_t id, int ringFd)
         return;
     }
     void* p = ::mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, ringFd, 0);
-    if (p == MAP_FAILED ||
-        RingCapacity(static_cast<char*>(p)) + kRingHeader > static_cast<size_t>(st.st_size))
+    const uint64_t capacity = p == MAP_FAILED ? 0 : RingCapacity(static_cast<char*>(p));
+    if (capacity == 0 || capacity + kRingHeader > static_cast<size_t>(st.st_size))
     {
+        if (p != MAP_FAILED)
+        {
+            ::munmap(p, st.st_size);
+        }
+        if (ringFd != c.ringFd)
+        {
+            ::close(ringFd);
+        }
         throw LiveRunEnded(c.where + ": cannot map its op ring");
     }
     c.ring = static_cast<char*>(p);
     c.ringBytes = st.st_size;
+    c.ringCapacity = capacity;
     c.ringFd = ringFd; // kept: a rolled-back snapshot gets it with the connection
     if (m_spec.active)
     {
@@ -1229,7 +1228,13 @@ LiveJobSource::DrainRing(int32_t id)
     {
         return false;
     }
-    const uint64_t capacity = RingCapacity(ring);
+    const uint64_t capacity = it->second.ringCapacity;
+    if (head - tail > capacity)
+    {
+        throw LiveRunEnded(it->second.where + ": its op ring is corrupt (" +
+                           std::to_string(head - tail) + " bytes pending in a ring of " +
+                           std::to_string(capacity) + ")");
+    }
     const uint64_t at = tail % capacity;
     const size_t first = static_cast<size_t>(std::min(head - tail, capacity - at));
     AppendInput(id, ring + kRingHeader + at, first);
@@ -1338,12 +1343,11 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     const std::string& where = c.where;
     if (line.rfind("HELLO ", 0) == 0)
     {
-        int proc = -1;
+        // "HELLO pid tid": the process is found from its pid (launched, or a child of one).
         int pid = -1;
         int tid = -1;
         const std::string hello(line.substr(0, 80));
-        if (c.process >= 0 || std::sscanf(hello.c_str() + 6, "%d %d %d", &proc, &pid, &tid) != 3 ||
-            pid <= 0)
+        if (c.process >= 0 || std::sscanf(hello.c_str() + 6, "%d %d", &pid, &tid) != 2 || pid <= 0)
         {
             throw LiveRunEnded(where + ": bad hello '" + hello + "'");
         }
@@ -1410,6 +1414,7 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     {
         NoteProgress(); // the program did something other than polling
         c.polling = false;
+        m_lastPoll.erase({rank, op.thread}); // no longer a poller
     }
     m_store[rank].push_back(std::move(op));
     Op* stored = &m_store[rank].back();
@@ -1444,12 +1449,12 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
         // Only after a wait was lifted: it issues now; the replay would issue it on time.
         if (m_stats.lateOps++ == 0)
         {
-            std::fprintf(stderr,
-                         "gpusim run: warning: %s issued an op at simulated %.3f us, after the "
-                         "simulation had passed it (%.3f us); late ops issue at once and the "
-                         "replay of the recording differs from this run\n",
-                         Describe(rank, stored->thread).c_str(), f.lastIssueNs / 1e3,
-                         Simulator::Now().GetNanoSeconds() / 1e3);
+            m_warning(Format("%s issued an op at simulated %.3f us, after the simulation had "
+                             "passed it (%.3f us); late ops issue at once and the replay of the "
+                             "recording differs from this run",
+                             Describe(rank, stored->thread).c_str(),
+                             f.lastIssueNs / 1e3,
+                             Simulator::Now().GetNanoSeconds() / 1e3));
         }
     }
     if (line[0] == 'W')
@@ -1466,10 +1471,11 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
         if (f.lastIssueNs < now)
         {
             ++m_stats.lateThreads;
-            std::fprintf(stderr,
-                         "gpusim run: warning: %s first called CUDA at simulated %.3f us, "
-                         "after the simulation had passed it (%.3f us); it starts late\n",
-                         Describe(rank, stored->thread).c_str(), f.lastIssueNs / 1e3, now / 1e3);
+            m_warning(Format("%s first called CUDA at simulated %.3f us, after the simulation had "
+                             "passed it (%.3f us); it starts late",
+                             Describe(rank, stored->thread).c_str(),
+                             f.lastIssueNs / 1e3,
+                             now / 1e3));
         }
         NotifyNewThread(rank, stored->thread);
     }

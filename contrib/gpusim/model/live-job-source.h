@@ -81,12 +81,6 @@ class LiveJobSource : public OpFeed
                 const gpusim::LaunchPlan& plan,
                 const std::string& shimLibDir,
                 const std::map<std::string, std::string>& extraEnv = {});
-    /// `processes` processes of DevicesPerProcess GPUs each (pinned with CUDA_VISIBLE_DEVICES),
-    /// ProcessesPerServer of them per server.
-    void Launch(const std::vector<std::string>& program,
-                uint32_t processes,
-                const std::string& shimLibDir,
-                const std::map<std::string, std::string>& extraEnv = {});
 
     /// Runs the simulation until the programs are done (Simulator::Run, again whenever a
     /// program thread appears while nothing else can run). Returns true if every process
@@ -122,6 +116,7 @@ class LiveJobSource : public OpFeed
     typedef void (*OpReceivedCallback)(uint32_t rank, uint32_t thread, const gpusim::Op& op);
     typedef void (*AnsweredCallback)(uint32_t rank, uint32_t thread, Time at, int64_t value);
     typedef void (*RollbackCallback)(uint64_t resimulatedEvents);
+    typedef void (*WarningCallback)(const std::string& message);
 
   protected:
     void DoDispose() override;
@@ -130,6 +125,7 @@ class LiveJobSource : public OpFeed
     TracedCallback<uint32_t, uint32_t, const gpusim::Op&> m_opReceived; //!< op from a program
     TracedCallback<uint32_t, uint32_t, Time, int64_t> m_answered;       //!< blocking call returns
     TracedCallback<uint64_t> m_rolledBack; //!< optimistic: a speculation was undone
+    TracedCallback<const std::string&> m_warning; //!< the run goes on, but differs from what was asked
 
     /// A program process that talks to the simulator, or one the simulator started.
     struct ProgramProcess
@@ -146,6 +142,7 @@ class LiveJobSource : public OpFeed
         std::string where = "live connection"; //!< names it in error messages
         char* ring = nullptr; //!< the thread's op ring (shared memory), if it has one
         size_t ringBytes = 0;
+        uint64_t ringCapacity = 0; //!< read once at attach: the program can write the header
         int ringFd = -1;           //!< kept to hand a restored snapshot the ring
         std::string in;            //!< bytes not yet parsed
         uint64_t lines = 0;        //!< lines read (for error positions)
@@ -291,8 +288,6 @@ class LiveJobSource : public OpFeed
     std::vector<ProgramProcess> m_processes;
     std::vector<int32_t> m_rankOwner; //!< process that issued work on each rank (-1: none yet)
     std::vector<bool> m_rankReleased; //!< never used, given up
-    uint32_t m_devicesPerProcess = 1;
-    uint32_t m_processesPerServer = 8;
     double m_timeoutS = 0;
     std::string m_socketDir;
     std::string m_socketPath;

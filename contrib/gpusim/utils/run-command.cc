@@ -32,6 +32,13 @@ namespace gpusim
 namespace
 {
 
+/// The live run's Warning trace source: it goes on, but not quite as asked.
+void
+PrintWarning(std::ostream* err, const std::string& message)
+{
+    *err << "gpusim run: warning: " << message << std::endl;
+}
+
 void
 PrintRunUsage(std::ostream& os)
 {
@@ -231,6 +238,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         Ptr<LiveJobSource> live = CreateObject<LiveJobSource>();
         live->SetAttribute("TimeoutS", DoubleValue(timeout));
         live->SetAttribute("Optimistic", BooleanValue(optimistic));
+        live->TraceConnectWithoutContext("Warning", MakeBoundCallback(&PrintWarning, &err));
         std::map<std::string, std::string> env;
         env["GPUSIM_GPU"] = spec.gpuModel;
         env.insert(hostTimeEnv.begin(), hostTimeEnv.end());
