@@ -9,10 +9,14 @@
 //
 // Claims are files created with O_EXCL in the job's directory (the live socket's directory or
 // the recording directory), holding "<pid> <process> <what>"; without such a directory (a
-// program run by hand) there is nothing to share and every claim succeeds.
+// program run by hand) there is nothing to share and every claim succeeds. A claim stays after
+// its process exits (a later process on the same GPU would write the same rank); only a claim
+// left by an earlier run into the same directory is taken over. Claiming holds the directory's
+// lock file, so no one reads a claim half written and two processes never take one over both.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,20 +30,43 @@
 namespace gpusim {
 namespace {
 
-std::string ClaimDir() {
-  static const std::string dir = [] {
-    std::string d;
+// Leaked on purpose: claims are also made from exit handlers (the recorder's last write), after
+// static destructors have run.
+const std::string& ClaimDir() {
+  static const std::string* dir = [] {
+    auto* d = new std::string;
     if (const char* sock = getenv("GPUSIM_LIVE_SOCKET"); sock && *sock) {
-      d = sock;
-      size_t slash = d.rfind('/');
-      d = slash == std::string::npos ? "." : d.substr(0, slash);
-    } else if (const char* rec = getenv("GPUSIM_RECORD_DIR"); rec && *rec) {
-      d = rec;
+      *d = sock;
+      size_t slash = d->rfind('/');
+      *d = slash == std::string::npos ? "." : d->substr(0, slash);
+    } else {
+      *d = RecordDir();  // absolute: the program may have changed directory since
     }
     return d;
   }();
-  return dir;
+  return *dir;
 }
+
+// The claim directory's lock, held while one claim is checked and made (blocking: claims are
+// few and quick). Without it, the lock is skipped: claims are then only as safe as O_EXCL.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir) {
+    fd_ = open((dir + "/.claims.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) {
+      while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~DirLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_;
+};
 
 // Who this process is, for the other side's message.
 std::string Me() {
@@ -58,7 +85,8 @@ std::string Claim(const std::string& name, const std::string& what) {
   if (dir.empty()) return "";
   const std::string path = dir + "/" + name;
   const std::string mine = std::to_string(getpid()) + " " + Me() + " " + what + "\n";
-  for (int attempt = 0; attempt < 50; ++attempt) {
+  DirLock lock(dir);
+  for (int attempt = 0; attempt < 2; ++attempt) {
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       bool ok = write(fd, mine.data(), mine.size()) == (ssize_t)mine.size();
@@ -71,21 +99,18 @@ std::string Claim(const std::string& name, const std::string& what) {
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
     if (fd >= 0) close(fd);
-    if (n > 0 && buf[n - 1] == '\n') {
-      buf[n - 1] = '\0';
-      const pid_t holderPid = (pid_t)atoi(buf);
-      if (holderPid == getpid()) return "";  // ours (another thread of this process)
-      // Left by an earlier run into the same directory (a program run by hand twice): the
-      // holder is gone. Within a job gpusim started (fresh directory), a process that already
-      // exited still owns what it used.
-      if (!getenv("GPUSIM_JOB") && holderPid > 0 && kill(holderPid, 0) != 0 && errno == ESRCH) {
-        unlink(path.c_str());
-        continue;
-      }
-      const char* holder = strchr(buf, ' ');
-      return holder ? holder + 1 : buf;
+    if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
+    const pid_t holderPid = n > 0 ? (pid_t)atoi(buf) : 0;
+    if (holderPid == getpid()) return "";  // ours (another thread of this process)
+    // Left by an earlier run into the same directory (a program run by hand twice): the holder
+    // is gone. Within a job gpusim started (fresh directory), a process that already exited
+    // still owns what it used.
+    if (!getenv("GPUSIM_JOB") && holderPid > 0 && kill(holderPid, 0) != 0 && errno == ESRCH) {
+      unlink(path.c_str());
+      continue;
     }
-    usleep(1000);  // created but not written yet
+    const char* holder = n > 0 ? strchr(buf, ' ') : nullptr;
+    return holder ? holder + 1 : "an unknown process";
   }
   return "an unknown process";
 }
@@ -132,6 +157,11 @@ cudaError_t ShimStatus(int device) {
   if (DeviceUnavailable(device)) return cudaErrorDevicesUnavailable;
   if (LiveLost()) return cudaErrorUnknown;
   return cudaSuccess;
+}
+
+cudaError_t WaitError(int device) {
+  const cudaError_t e = ShimStatus(device);
+  return e != cudaSuccess ? e : cudaErrorUnknown;
 }
 
 }  // namespace gpusim

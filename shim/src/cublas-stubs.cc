@@ -11,11 +11,15 @@ constexpr int kNotSupported = 15;  // CUBLAS_STATUS_NOT_SUPPORTED
 
 #define GPUSIM_STATUS_STUB(fn)                                                       \
   extern "C" int fn() {                                                              \
+    GPUSIM_API(Call);                                                                \
     gpusim::WarnOnce(#fn " is not supported (returns CUBLAS_STATUS_NOT_SUPPORTED)"); \
     return kNotSupported;                                                            \
   }
 #define GPUSIM_VOID_STUB(fn) \
-  extern "C" void fn() { gpusim::WarnOnce(#fn " (legacy cuBLAS API) is not supported"); }
+  extern "C" void fn() {                                              \
+    GPUSIM_API(Call);                                                  \
+    gpusim::WarnOnce(#fn " (legacy cuBLAS API) is not supported");     \
+  }
 
 #ifdef GPUSIM_CUBLASLT_STUBS
 #include "cublaslt-stubs.inc"

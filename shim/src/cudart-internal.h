@@ -33,6 +33,7 @@ cudaError_t SymbolCopy(void* symbol, void* other, size_t count, bool toSymbol, c
 
 #define GPUSIM_UNSUPPORTED(fn)                                                 \
   do {                                                                         \
+    GPUSIM_API(Call); /* a call like any other on the program's clock */       \
     gpusim::WarnOnce(#fn " is not supported (returns cudaErrorNotSupported)"); \
     return gpusim::Ret(cudaErrorNotSupported);                                 \
   } while (0)

@@ -12,6 +12,7 @@ constexpr int kNotSupported = 3000;  // CUDNN_STATUS_NOT_SUPPORTED
 
 #define GPUSIM_CUDNN_STUB(fn)                                                       \
   extern "C" int fn() {                                                             \
+    GPUSIM_API(Call);                                                               \
     gpusim::WarnOnce(#fn " is not supported (returns CUDNN_STATUS_NOT_SUPPORTED)"); \
     return kNotSupported;                                                           \
   }

@@ -1,13 +1,13 @@
 // What the real CUDA runtime, driver, cuBLAS(Lt) and NCCL spend on the host CPU per call: the
 // modelled part of a program's host time (vclock.cc charges it to the calling thread's virtual
-// clock). One column per GPU system; GPUSIM_API_COSTS=FILE overrides entries ("name microseconds"
+// clock). Host cost depends on the CPU, driver and runtime rather than on the GPU, so one table
+// serves every GPU preset; GPUSIM_API_COSTS=FILE overrides entries ("name microseconds"
 // per line, '#' comments), e.g. with numbers measured on one's own machine.
 //
 // Sources (details and the measurements behind every number: doc/host-costs.md):
 //  [H200] timed on a real H200 host (bench/device/api-costs.cu: Intel Xeon, driver 580.159, CUDA
 //         13.0; contrib/gpusim/test/data/h200/api-costs.json): the median wall time per call.
-//         Host cost depends on the CPU, driver and runtime rather than on the GPU, so the A100
-//         column takes the same measurement: the A100 Kineto traces in shared/data (2-10x higher
+//         A100 systems take the same numbers: the A100 Kineto traces in shared/data (2-10x higher
 //         for cheap calls) include CUPTI's instrumentation and older software;
 //  [S21] NCCL src/enqueue.cc: per communicator at group end two event records, two stream waits
 //        and one cuLaunchKernelEx;
@@ -28,63 +28,62 @@ namespace {
 struct CostEntry {
   ApiCost cost;
   const char* name;
-  double hopperUs;  // H100 / H200 systems
-  double ampereUs;  // A100 systems
+  double us;
 };
 
 // clang-format off
 const CostEntry kCosts[] = {
     // Any call without an entry of its own: cudaGetDevice 0.035, cudaSetDevice 0.077,
     // cudaStreamIsCapturing 0.05, cudaGetLastError 0.02 us [H200].
-    {ApiCost::Call,            "call",             0.05,  0.05},
+    {ApiCost::Call,            "call",             0.05},
     // cudaLaunchKernel / <<<>>> of an empty kernel [H200] (3.5-4.6 us over three runs).
-    {ApiCost::Launch,          "launch",           3.8,   3.8},
+    {ApiCost::Launch,          "launch",           3.8},
     // cudaMemcpyAsync of 4 KiB, pinned host to device 1.39, device to host 1.31 us [H200].
-    {ApiCost::MemcpyAsync,     "memcpy_async",     1.35,  1.35},
+    {ApiCost::MemcpyAsync,     "memcpy_async",     1.35},
     // ... device to device (the runtime launches a copy kernel): 4.05 us [H200], the extra part.
-    {ApiCost::MemcpyD2D,       "memcpy_d2d_extra", 2.7,   2.7},
+    {ApiCost::MemcpyD2D,       "memcpy_d2d_extra", 2.7},
     // cudaMemsetAsync of 4 KiB [H200].
-    {ApiCost::MemsetAsync,     "memset_async",     0.83,  0.83},
+    {ApiCost::MemsetAsync,     "memset_async",     0.83},
     // cudaEventRecord [H200].
-    {ApiCost::EventRecord,     "event_record",     0.15,  0.15},
+    {ApiCost::EventRecord,     "event_record",     0.15},
     // cudaEventQuery / cudaStreamQuery on finished work [H200].
-    {ApiCost::EventQuery,      "event_query",      0.17,  0.17},
-    {ApiCost::StreamQuery,     "stream_query",     0.2,   0.2},
+    {ApiCost::EventQuery,      "event_query",      0.17},
+    {ApiCost::StreamQuery,     "stream_query",     0.2},
     // cudaStreamWaitEvent [H200].
-    {ApiCost::StreamWaitEvent, "stream_wait_event", 0.14, 0.14},
+    {ApiCost::StreamWaitEvent, "stream_wait_event", 0.14},
     // cudaEventElapsedTime [H200].
-    {ApiCost::EventElapsed,    "event_elapsed",    0.07,  0.07},
+    {ApiCost::EventElapsed,    "event_elapsed",    0.07},
     // Synchronize calls on finished work, the call itself [H200].
-    {ApiCost::StreamSync,      "stream_sync",      0.23,  0.23},
-    {ApiCost::EventSync,       "event_sync",       0.18,  0.18},
-    {ApiCost::DeviceSync,      "device_sync",      0.37,  0.37},
+    {ApiCost::StreamSync,      "stream_sync",      0.23},
+    {ApiCost::EventSync,       "event_sync",       0.18},
+    {ApiCost::DeviceSync,      "device_sync",      0.37},
     // GPU done -> a waiting cudaStreamSynchronize returns, with the default scheduling (spinning on
     // a server): from a kernel's last write reaching host memory to the call's return [H200].
-    {ApiCost::SyncWake,        "sync_wake",        1.9,   1.9},
+    {ApiCost::SyncWake,        "sync_wake",        1.9},
     // ... after cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync): 39 us [H200].
-    {ApiCost::SyncWakeBlocking, "sync_wake_blocking", 39.0, 39.0},
+    {ApiCost::SyncWakeBlocking, "sync_wake_blocking", 39.0},
     // cudaMalloc: 35 us for 1 MiB, 39 for 32 MiB, 56 for 256 MiB [H200].
-    {ApiCost::Malloc,          "malloc",          35.0,  35.0},
-    {ApiCost::MallocPerMiB,    "malloc_per_mib",   0.08,  0.08},
+    {ApiCost::Malloc,          "malloc",          35.0},
+    {ApiCost::MallocPerMiB,    "malloc_per_mib",   0.08},
     // cudaFree of 1 MiB on an idle device (it synchronises) [H200].
-    {ApiCost::Free,            "free",            27.0,  27.0},
+    {ApiCost::Free,            "free",            27.0},
     // cudaHostAlloc / cudaMallocHost, a first allocation (page-locking): [K-A100] 1,965 and 3,498 us
     // (a re-allocation of a size just freed is 1.3 us on the H200 host: the driver caches it).
-    {ApiCost::HostAlloc,       "host_alloc",    2500.0, 2500.0},
+    {ApiCost::HostAlloc,       "host_alloc",    2500.0},
     // cublasGemmEx (bf16) 8.1, cublasSgemm 8.6 us per call, its own CUDA calls included [H200].
-    {ApiCost::CublasGemm,      "cublas_gemm",      8.3,   8.3},
+    {ApiCost::CublasGemm,      "cublas_gemm",      8.3},
     // cublasLtMatmul with a chosen algorithm [H200].
-    {ApiCost::CublasLtMatmul,  "cublaslt_matmul",  6.5,   6.5},
+    {ApiCost::CublasLtMatmul,  "cublaslt_matmul",  6.5},
     // An NCCL collective / send / recv call: it only queues a task [S22: <= 0.9 us per op and comm].
-    {ApiCost::NcclEnqueue,     "nccl_enqueue",     0.5,   0.5},
+    {ApiCost::NcclEnqueue,     "nccl_enqueue",     0.5},
     // Launching one communicator's kernel at ncclGroupEnd (or at an ungrouped call) [S21]: two event
     // records, two stream waits and one launch, timed on the H200 host: 2 x (0.15 + 0.14) + 3.8 [D].
-    {ApiCost::NcclLaunch,      "nccl_launch",      4.4,   4.4},
+    {ApiCost::NcclLaunch,      "nccl_launch",      4.4},
     // A cuDNN backend graph execution (descriptor checks, plan lookup, its launches) [D]: a
     // cuBLASLt call's cost, no cuDNN measurement.
-    {ApiCost::CudnnExecute,    "cudnn_execute",    6.5,   6.5},
+    {ApiCost::CudnnExecute,    "cudnn_execute",    6.5},
     // clock_gettime(CLOCK_MONOTONIC) through the vDSO [H200].
-    {ApiCost::ClockRead,       "clock_read",       0.03,  0.03},
+    {ApiCost::ClockRead,       "clock_read",       0.03},
 };
 // clang-format on
 
@@ -93,11 +92,6 @@ constexpr int kCount = (int)ApiCost::kCount;
 struct CostTable {
   uint64_t ns[kCount] = {};
 };
-
-bool HopperSystem() {
-  const char* key = Gpu().key;
-  return strncmp(key, "h100", 4) == 0 || strncmp(key, "h200", 4) == 0;
-}
 
 // A malformed override file ends the program at its first CUDA call, before any work: running on
 // with the built-in costs would give other numbers than the user asked for, with only a warning.
@@ -109,8 +103,7 @@ bool HopperSystem() {
 
 CostTable Load() {
   CostTable t;
-  const bool hopper = HopperSystem();
-  for (const CostEntry& e : kCosts) t.ns[(int)e.cost] = (uint64_t)((hopper ? e.hopperUs : e.ampereUs) * 1000.0 + 0.5);
+  for (const CostEntry& e : kCosts) t.ns[(int)e.cost] = (uint64_t)(e.us * 1000.0 + 0.5);
   const char* file = getenv("GPUSIM_API_COSTS");
   if (!file || !*file) return t;
   FILE* f = fopen(file, "r");
@@ -158,12 +151,6 @@ CostTable Load() {
 uint64_t ApiCostNs(ApiCost c) {
   static const CostTable table = Load();
   return (int)c < kCount ? table.ns[(int)c] : 0;
-}
-
-const char* ApiCostName(ApiCost c) {
-  for (const CostEntry& e : kCosts)
-    if (e.cost == c) return e.name;
-  return "?";
 }
 
 }  // namespace gpusim

@@ -150,7 +150,7 @@ bool RingWrite(Connection& c, const char* p, size_t n) {
     // Full: the simulator drains it whenever it looks at the programs; make sure it looks.
     if (g_dead || (waited % 20000 == 19999 && getppid() != Cfg().simulator)) return false;
     if (send(c.fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EPIPE) return false;
-    usleep(50);
+    RealSleepUs(50);
   }
   const uint64_t at = head % kRingCapacity;
   const size_t first = (size_t)std::min<uint64_t>(n, kRingCapacity - at);

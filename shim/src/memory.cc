@@ -167,7 +167,7 @@ cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
   if (LiveMode() && c.blocksHost) {
     // The host waits for this copy: it returns at the simulated time the copy is done.
     LiveAnswer a;
-    return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+    return l.CommitAndWait(&a) ? cudaSuccess : Ret(WaitError(l.Device()));
   }
   l.Commit();
   if (cudaError_t e = ShimStatus(s.device)) return Ret(e);
@@ -214,7 +214,7 @@ cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t stream, bool as
 
 }  // namespace
 
-cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record) {
+cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record, bool fromPool) {
   if (!ptr) return Ret(cudaErrorInvalidValue);
   if (!DeviceValid(device)) return Ret(cudaErrorInvalidDevice);
   if (bytes == 0) {
@@ -237,7 +237,7 @@ cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record) {
     m.allocs[(uintptr_t)p] = Alloc{bytes, mapped, device, Kind::Device, backed};
   }
   *ptr = p;
-  ChargeApi(ApiCost::MallocPerMiB, (double)bytes / (1 << 20));  // the driver maps what it hands out
+  if (!fromPool) ChargeApi(ApiCost::MallocPerMiB, (double)bytes / (1 << 20));  // the driver maps what it hands out
   if (record && Recording()) Line(device, "malloc").U64("bytes", bytes).U64("ptr", (uintptr_t)p).Commit();
   return cudaSuccess;
 }
@@ -373,7 +373,7 @@ cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   GPUSIM_API(Call);
   StreamRef s;
   if (!ResolveStream(hStream, &s)) return Ret(cudaErrorInvalidResourceHandle);
-  return DeviceMalloc(devPtr, size, s.device, true);
+  return DeviceMalloc(devPtr, size, s.device, true, /*fromPool=*/true);
 }
 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {

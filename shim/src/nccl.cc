@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdio>
@@ -17,8 +18,8 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
-#include <vector>
 #include <unordered_set>
+#include <vector>
 
 #include "nccl.h"
 #include "shim.h"
@@ -51,6 +52,7 @@ thread_local int t_groupDepth = 0;
 thread_local unsigned long long t_group = 0;
 thread_local const char* t_lastError = "";
 thread_local uint64_t t_groupDevices = 0;  // devices with collectives in the open group
+thread_local std::vector<std::pair<const void*, int>> t_groupComms;  // (communicator, device) in it
 // Live mode: communicator inits sent to the simulator whose answer (every member joined) is
 // still to be collected; collected on return, or at ncclGroupEnd for inits inside a group.
 thread_local std::vector<std::pair<int, uint64_t>>* t_pendingInits = nullptr;
@@ -120,11 +122,14 @@ ncclComm* NewComm(const ncclUniqueId& uid, int nranks, int rank, int device) {
 ncclResult_t FinishInits() {
   if (!t_pendingInits) return ncclSuccess;
   bool ok = true;
+  bool taken = false;
   for (const auto& [dev, seq] : *t_pendingInits) {
     LiveAnswer a;
     ok = Line::FinishWait(dev, seq, &a) && ok;
+    taken = taken || DeviceUnavailable(dev);
   }
   t_pendingInits->clear();
+  if (taken) return Fail(ncclInvalidUsage, "the GPU belongs to another process of the job");
   return ok ? ncclSuccess : Fail(ncclSystemError, "the simulator could not complete communicator initialisation");
 }
 
@@ -178,7 +183,7 @@ bool SharedId(ncclUniqueId* uid) {
       close(fd);
       if (n == (ssize_t)sizeof uid->internal) return true;
     }
-    usleep(10000);
+    RealSleepUs(10000);
   }
   fprintf(stderr, "gpusim: rank %d timed out waiting for %s; using a private unique id\n", rank, path.c_str());
   RandomId(uid);
@@ -243,6 +248,9 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (!t_group) ChargeApi(ApiCost::NcclLaunch);  // an ungrouped call launches its kernel at once
   l.Int("stream", s.id).Commit();
   if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;
+  if (t_group && std::find(t_groupComms.begin(), t_groupComms.end(), std::make_pair((const void*)comm, dev)) ==
+                     t_groupComms.end())
+    t_groupComms.emplace_back(comm, dev);
   if (DeviceUnavailable(dev)) return Fail(ncclInvalidUsage, "the GPU belongs to another process of the job");
   if (LiveLost()) return Fail(ncclSystemError, "lost the simulator (gpusim run)");
   return ncclSuccess;
@@ -387,7 +395,10 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
 // The device API and the group simulator: exported so programs load,
 // not emulated. Arguments are ignored, so these are defined without parameters.
 #define GPUSIM_NCCL_STUB(fn) \
-  ncclResult_t fn() { return Unsupported(#fn " is not supported (returns ncclInvalidUsage)"); }
+  ncclResult_t fn() {          \
+    GPUSIM_API(Call);          \
+    return Unsupported(#fn " is not supported (returns ncclInvalidUsage)"); \
+  }
 GPUSIM_NCCL_STUB(ncclGroupSimulateEnd)
 GPUSIM_NCCL_STUB(ncclDevCommCreate)
 GPUSIM_NCCL_STUB(ncclDevCommDestroy)
@@ -519,15 +530,19 @@ ncclResult_t ncclGroupEnd(void) {
   // Everything issued inside the group, communicator inits included, is already complete.
   if (--t_groupDepth == 0) {
     t_group = 0;
-    // NCCL launches one kernel per device (communicator) of the group, one after the other.
+    // NCCL launches one kernel per communicator of the group, one after the other, device by
+    // device.
     for (int d = 0; d < 64; ++d) {
       if (!(t_groupDevices & (1ull << d))) continue;
-      ChargeApi(ApiCost::NcclLaunch);
+      ChargeApi(ApiCost::NcclLaunch,
+                (double)std::count_if(t_groupComms.begin(), t_groupComms.end(),
+                                      [d](const std::pair<const void*, int>& c) { return c.second == d; }));
       // Live: say where the group ends, so the simulator launches it without waiting for the
       // program's next call on that device (which may come only after other answers).
       if (LiveMode()) Line(d, "host").Str("name", "ncclGroupEnd").Commit();
     }
     t_groupDevices = 0;
+    t_groupComms.clear();
     if (LiveMode()) return FinishInits();
   }
   return ncclSuccess;

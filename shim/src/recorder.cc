@@ -41,6 +41,7 @@ struct RankLog {
   int device = 0;
   std::atomic<int> rank{-1};          // -1 until bound
   std::atomic<bool> excluded{false};  // fallback rank collided: written aside, not in the manifest
+  std::atomic<bool> taken{false};     // another process of the job writes its rank: ops dropped
   std::string buf;
   // Line::Rank fields in buf: (offset where the number goes, device whose rank it is), in
   // order; filled in by WriteOut.
@@ -161,8 +162,9 @@ std::string FileName(const RankLog* log) {
 void WriteOut(RankLog* log) {
   if (log->fd < 0 && !log->excluded && !ClaimDevice(log->device, log->rank)) {
     // Another process of the job writes this rank: two processes on one rank would interleave
-    // one file. Its ops are dropped (the program sees cudaErrorDevicesUnavailable).
-    g_on = false;
+    // one file. Its ops are dropped (the program sees cudaErrorDevicesUnavailable); the
+    // process's other devices go on being recorded.
+    log->taken = true;
     log->buf.clear();
     log->rankRefs.clear();
     return;
@@ -311,6 +313,8 @@ __attribute__((destructor)) void FiniRecorder() { FlushTrace(); }
 }  // namespace
 
 bool Recording() { return g_on; }
+
+const std::string& RecordDir() { return R().dir; }
 
 void JsonEscape(const char* s, std::string& out) {
   for (; *s; ++s) {
@@ -469,7 +473,7 @@ void Line::Commit() {
   }
   int dev = device_ >= 0 && device_ < kMaxDevices ? device_ : 0;
   RankLog* log = GetLog(dev);
-  if (GlobalRank(dev) >= 0 && !ClaimDevice(dev, GlobalRank(dev))) return;
+  if (log->taken || (GlobalRank(dev) >= 0 && !ClaimDevice(dev, GlobalRank(dev)))) return;
   const uint64_t v = VClockForOp();
   std::lock_guard<std::mutex> lock(log->mu);
   ThreadSlot* slot = SlotFor(log, dev);

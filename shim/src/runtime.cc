@@ -886,15 +886,12 @@ void __cudaRegisterHostVar() { GPUSIM_API(Call); }
 // ---- graphs: no emulation yet ----
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) {
-  GPUSIM_API(Call);
   GPUSIM_UNSUPPORTED(cudaGraphLaunch);
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t) {
-  GPUSIM_API(Call);
   GPUSIM_UNSUPPORTED(cudaGraphDestroy);
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) {
-  GPUSIM_API(Call);
   GPUSIM_UNSUPPORTED(cudaGraphExecDestroy);
 }
 

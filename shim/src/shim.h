@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <time.h>
 
 #include "cuda_runtime_api.h"
 
@@ -52,6 +53,10 @@ GPUSIM_EXPORT void DeviceUuid(int device, char out[16]);
 GPUSIM_EXPORT int CurrentDevice();
 // The real monotonic clock in ns (the shim's own measurements never read virtual time).
 GPUSIM_EXPORT uint64_t NowNs();
+// Sleeps for real, never on the program's clock (the shim's own waiting): the system call,
+// past any interposed nanosleep/usleep.
+GPUSIM_EXPORT int RealSleep(clockid_t id, int flags, const struct timespec* req, struct timespec* rem);
+GPUSIM_EXPORT void RealSleepUs(uint64_t us);
 // Prints "gpusim: <what>" to stderr the first time a given string is passed.
 GPUSIM_EXPORT void WarnOnce(const char* what);
 
@@ -68,7 +73,8 @@ GPUSIM_EXPORT bool ResolveStream(cudaStream_t s, StreamRef* out, bool perThreadD
 
 // ---- memory (memory.cc) ----
 
-GPUSIM_EXPORT cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record);
+// `fromPool`: cudaMallocAsync, served from memory the pool has mapped (no per-MiB mapping cost).
+GPUSIM_EXPORT cudaError_t DeviceMalloc(void** ptr, size_t bytes, int device, bool record, bool fromPool = false);
 GPUSIM_EXPORT cudaError_t DeviceFree(void* ptr, bool record);
 
 // ---- live mode (live.cc, vclock.cc) ----
@@ -133,7 +139,6 @@ enum class ApiCost : uint8_t {
   kCount
 };
 GPUSIM_EXPORT uint64_t ApiCostNs(ApiCost c);
-GPUSIM_EXPORT const char* ApiCostName(ApiCost c);
 
 // Entry and exit of an intercepted call (only the outermost of nested calls counts): at entry
 // the thread's V advances by the program's own time since the previous call's exit plus the
@@ -162,11 +167,9 @@ class GPUSIM_EXPORT ProgramCode {
   ProgramCode& operator=(const ProgramCode&) = delete;
 
  private:
-  bool left_;
+  int depth_;  // the call's nesting it stepped out of (0: none)
 };
 
-// Host time is kept (live mode or recording).
-GPUSIM_EXPORT bool LiveClock();
 // The calling thread's V (ns since the job's start).
 GPUSIM_EXPORT uint64_t VClockNow();
 // V for an op being recorded now (an op outside any intercepted call counts as one call).
@@ -186,10 +189,15 @@ GPUSIM_EXPORT std::string ClaimCommRank(const char* comm, int rank);
 // What a call on `device` returns after recording its op: cudaErrorDevicesUnavailable when the
 // GPU belongs to another process, cudaErrorUnknown when live mode lost the simulator.
 GPUSIM_EXPORT cudaError_t ShimStatus(int device);
+// What a call on `device` that waited for the simulator returns when no answer came: the
+// ShimStatus error, else cudaErrorUnknown.
+GPUSIM_EXPORT cudaError_t WaitError(int device);
 
 // ---- recorder (recorder.cc) ----
 
 GPUSIM_EXPORT bool Recording();
+// The recording's directory, absolute ("" when not recording).
+GPUSIM_EXPORT const std::string& RecordDir();
 
 // Builds one trace line. Fields are appended in call order; Commit() adds the common fields
 // ("op", "t", "cpu_us"), stamps the time and hands the line to the device's rank log.
@@ -210,6 +218,7 @@ class GPUSIM_EXPORT Line {
   // At most two per line.
   Line& Rank(const char* key, int device);
   void Commit();
+  int Device() const { return device_; }
   // Live mode: commits the line as a call that waits for the simulator's answer and waits for
   // it (the thread's virtual clock and this device's issue time move to the answer's time).
   // Outside live mode: Commit() and returns false with out->ok = false.

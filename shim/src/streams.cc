@@ -124,10 +124,11 @@ cudaError_t SyncStream(cudaStream_t stream, bool ptsz, bool query) {
     if (LiveMode()) {
       // Live: the simulator answers when the stream is done (or, for a query, whether it is).
       LiveAnswer a;
-      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
+      if (!l.CommitAndWait(&a)) return Ret(WaitError(l.Device()));
       return query && a.value == 0 ? cudaErrorNotReady : cudaSuccess;
     }
     l.Commit();
+    return Ret(ShimStatus(l.Device()));  // recording: the GPU may be another process's
   }
   return cudaSuccess;
 }
@@ -341,11 +342,9 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
-  GPUSIM_API(Call);
   GPUSIM_UNSUPPORTED(cudaStreamBeginCapture);
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t*) {
-  GPUSIM_API(Call);
   GPUSIM_UNSUPPORTED(cudaStreamEndCapture);
 }
 
@@ -427,10 +426,11 @@ static cudaError_t SyncEvent(cudaEvent_t event, bool query) {
       WakeField(l, device);
     if (LiveMode()) {
       LiveAnswer a;
-      if (!l.CommitAndWait(&a)) return Ret(cudaErrorUnknown);
+      if (!l.CommitAndWait(&a)) return Ret(WaitError(l.Device()));
       return query && a.value == 0 ? cudaErrorNotReady : cudaSuccess;
     }
     l.Commit();
+    return Ret(ShimStatus(l.Device()));  // recording: the GPU may be another process's
   }
   return cudaSuccess;
 }
@@ -460,7 +460,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     l.Str("name", "cudaEventElapsedTime").Bool("query", true).U64("event", a->id).U64("end_event", b->id);
     lock.unlock();
     LiveAnswer ans;
-    if (!l.CommitAndWait(&ans)) return Ret(cudaErrorUnknown);
+    if (!l.CommitAndWait(&ans)) return Ret(WaitError(l.Device()));
     if (ans.value < 0) return Ret(cudaErrorNotReady);
     *ms = (float)((double)ans.value / 1e6);
     return cudaSuccess;
@@ -479,10 +479,10 @@ cudaError_t cudaDeviceSynchronize(void) {
   WakeField(l, CurrentDevice());
   if (LiveMode()) {
     LiveAnswer a;
-    return l.CommitAndWait(&a) ? cudaSuccess : Ret(cudaErrorUnknown);
+    return l.CommitAndWait(&a) ? cudaSuccess : Ret(WaitError(l.Device()));
   }
   l.Commit();
-  return cudaSuccess;
+  return Ret(ShimStatus(l.Device()));
 }
 
 cudaError_t cudaDeviceReset(void) {

@@ -19,6 +19,7 @@
 // two apart) for more than 2 ms between two calls.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,8 +130,11 @@ constexpr uint64_t kBlockedNs = 2000000;
 // CPU (/proc/.../schedstat; the file stays open for the thread's life).
 struct SchedStat {
   int fd = -2;  // -2: not opened yet, -1: not available
-  ~SchedStat() {
+  ~SchedStat() { Reset(); }
+  // Closed, to be opened again on next use (a forked child's thread is another thread).
+  void Reset() {
     if (fd >= 0) close(fd);
+    fd = -2;
   }
   bool RunDelay(uint64_t* ns) {
     if (fd == -2) {
@@ -159,12 +163,27 @@ struct ThreadClock {
   uint64_t refWall = 0, refCpu = 0, refRunDelay = 0;
   bool refRunDelayKnown = false;
   bool live = false;  // the process is a live rank (its connection may be lifted)
+  // The thread has called CUDA: its clock is on the device's timeline. Only such threads publish
+  // their clock for others to catch up to (a monitor thread sleeping in a loop would otherwise
+  // drag every blocked CUDA thread toward wall-clock time).
+  bool usesCuda = false;
   uint32_t seenLifts = 0;
   SchedStat sched;
 };
 thread_local ThreadClock t_clock;
 
-void Publish(uint64_t v) {
+// In a forked child the forking thread's schedstat file is still the parent's thread's.
+void ResetAfterFork() { t_clock.sched.Reset(); }
+
+// Measured before the program runs, so that a clock read in a signal handler never does the
+// one-time setup.
+__attribute__((constructor)) void PrepareClock() {
+  if (Cfg().active && Cfg().mode == Mode::Measured) CpuReadOverheadNs();
+}
+
+void Publish(const ThreadClock& c) {
+  if (!c.usesCuda) return;
+  const uint64_t v = c.v;
   uint64_t seen = g_latest.load(std::memory_order_relaxed);
   while (v > seen && !g_latest.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
   }
@@ -179,6 +198,8 @@ void SetRef(ThreadClock& c, uint64_t wall, uint64_t cpu) {
 ThreadClock& Mine() {
   ThreadClock& c = t_clock;
   if (!c.init) {
+    static const bool forkHandler = pthread_atfork(nullptr, nullptr, &ResetAfterFork) == 0;
+    (void)forkHandler;
     c.init = true;
     c.live = Cfg().live;
     c.v = g_latest.load(std::memory_order_relaxed);
@@ -191,14 +212,17 @@ ThreadClock& Mine() {
   return c;
 }
 
-// The thread slept (not merely waited for a CPU) for more than kBlockedNs since the reference:
-// it waited for another thread of its process and resumes no earlier than their latest clock.
-void CatchUpIfBlocked(ThreadClock& c, uint64_t wall, uint64_t cpu) {
+// The thread slept (not merely waited for a CPU) for more than kBlockedNs since its last call
+// returned: it waited for another thread of its process and resumes no earlier than their
+// latest clock. The CPU time and run delay are counted since the reference (the last check),
+// which can only make the sleep look shorter: never a catch-up that did not happen.
+void CatchUpIfBlocked(ThreadClock& c, uint64_t wall, uint64_t cpu, bool cpuExitKnown) {
   uint64_t runDelay = 0;
   const bool have = c.sched.RunDelay(&runDelay);
   const bool known = have && c.refRunDelayKnown;
-  const uint64_t wallSpan = wall > c.refWall ? wall - c.refWall : 0;
-  const uint64_t cpuSpan = cpu > c.refCpu ? cpu - c.refCpu : 0;
+  const uint64_t wallSpan = wall > c.wallExit ? wall - c.wallExit : 0;
+  const uint64_t cpuFrom = cpuExitKnown ? c.cpuExit : c.refCpu;
+  const uint64_t cpuSpan = cpu > cpuFrom ? cpu - cpuFrom : 0;
   const uint64_t waitSpan = known && runDelay > c.refRunDelay ? runDelay - c.refRunDelay : 0;
   const uint64_t slept = wallSpan > cpuSpan + waitSpan ? wallSpan - cpuSpan - waitSpan : 0;
   if (slept > kBlockedNs) {
@@ -213,14 +237,27 @@ void CatchUpIfBlocked(ThreadClock& c, uint64_t wall, uint64_t cpu) {
 
 }  // namespace
 
-bool LiveClock() { return Cfg().active; }
-
 // The shim's own clock: always real, even while the program reads virtual time.
 uint64_t NowNs() { return ReadNs(CLOCK_MONOTONIC); }
 
-void ApiEnter(ApiCost cost) {
+int RealSleep(clockid_t id, int flags, const struct timespec* req, struct timespec* rem) {
+  long e = syscall(SYS_clock_nanosleep, id, flags, req, rem);
+  return e < 0 ? (int)-e : (int)e;  // clock_nanosleep returns the error, not -1
+}
+
+void RealSleepUs(uint64_t us) {
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  while (RealSleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+  }
+}
+
+// Enters an intercepted call; `cuda`: one of CUDA's or its libraries' (not a clock read or a
+// sleep).
+static void EnterScope(ApiCost cost, bool cuda) {
+  if (!Cfg().active) return;  // nothing is kept: no per-thread state either
   ThreadClock& c = Mine();
-  if (c.depth++ > 0 || !Cfg().active) return;
+  if (c.depth++ > 0) return;
+  c.usesCuda = c.usesCuda || cuda;
   const Mode mode = Cfg().mode;
   const uint64_t wall = ReadNs(CLOCK_MONOTONIC);
   uint64_t cpu = 0;
@@ -243,16 +280,19 @@ void ApiEnter(ApiCost cost) {
   }
   if (wall > c.wallExit + kBlockedNs) {
     if (mode != Mode::Measured) cpu = ReadNs(CLOCK_THREAD_CPUTIME_ID);
-    CatchUpIfBlocked(c, wall, cpu);
+    CatchUpIfBlocked(c, wall, cpu, mode == Mode::Measured);
   }
   c.v += mode == Mode::Fixed ? Cfg().fixedNs : ApiCostNs(cost);
-  Publish(c.v);
+  Publish(c);
 }
 
+void ApiEnter(ApiCost cost) { EnterScope(cost, cost != ApiCost::ClockRead); }
+
 void ApiExit() {
+  if (!Cfg().active) return;
   ThreadClock& c = t_clock;
   if (c.depth <= 0) return;  // (a scope opened before the clock existed cannot happen)
-  if (--c.depth > 0 || !Cfg().active) return;
+  if (--c.depth > 0) return;
   c.wallExit = ReadNs(CLOCK_MONOTONIC);
   if (Cfg().mode == Mode::Measured) c.cpuExit = ReadNs(CLOCK_THREAD_CPUTIME_ID);
 }
@@ -261,20 +301,25 @@ void ChargeApi(ApiCost cost, double times) {
   if (!Cfg().active || Cfg().mode == Mode::Fixed || times <= 0) return;
   ThreadClock& c = Mine();
   c.v += (uint64_t)(ApiCostNs(cost) * times + 0.5);
-  Publish(c.v);
+  Publish(c);
 }
 
-ProgramCode::ProgramCode() : left_(false) {
-  // Leave the call as if it had returned: what runs now is the program's.
+ProgramCode::ProgramCode() : depth_(0) {
+  // Leave the call as if it had returned, however deeply it was entered (a _ptsz wrapper around
+  // cudaLaunchHostFunc is two scopes): what runs now is the program's.
+  if (!Cfg().active) return;
   ThreadClock& c = Mine();
-  if (c.depth == 1) {
+  if (c.depth >= 1) {
+    depth_ = c.depth;
+    c.depth = 1;
     ApiExit();
-    left_ = true;
   }
 }
 
 ProgramCode::~ProgramCode() {
-  if (left_) ApiEnter(ApiCost::Call);  // back in the call
+  if (depth_ == 0) return;
+  ApiEnter(ApiCost::Call);  // back in the call
+  t_clock.depth = depth_;
 }
 
 uint64_t VClockNow() { return Mine().v; }
@@ -294,7 +339,7 @@ void VClockResume(uint64_t t) {
   if (t > c.v) c.v = t;
   // Waiting for the answer is not being blocked by another thread.
   SetRef(c, ReadNs(CLOCK_MONOTONIC), ReadNs(CLOCK_THREAD_CPUTIME_ID));
-  Publish(c.v);
+  Publish(c);
 }
 
 void WakeField(Line& l, int device) {
@@ -343,15 +388,11 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_gettime(clockid_t id, struct timespec
 extern "C" GPUSIM_EXPORT int gpusim_vclock_sleep(clockid_t id, int flags, const struct timespec* req,
                                                  struct timespec* rem) {
   using namespace gpusim;
-  auto realSleep = [](clockid_t clk, int fl, const struct timespec* r, struct timespec* left) {
-    long e = syscall(SYS_clock_nanosleep, clk, fl, r, left);
-    return e < 0 ? (int)-e : (int)e;
-  };
   const ClockConfig& c = Cfg();
   const bool wall = id == CLOCK_REALTIME || id == CLOCK_MONOTONIC || id == CLOCK_BOOTTIME;
-  if (!c.active || !wall || !req || t_clock.depth > 0) return realSleep(id, flags, req, rem);
+  if (!c.active || !wall || !req || t_clock.depth > 0) return RealSleep(id, flags, req, rem);
   if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0) return EINVAL;
-  ApiEnter(ApiCost::Call);  // the program's time up to here, and the call
+  EnterScope(ApiCost::Call, false);  // the program's time up to here, and the call
   ThreadClock& t = Mine();
   uint64_t ns = (uint64_t)req->tv_sec * 1000000000ull + (uint64_t)req->tv_nsec;
   if (flags & TIMER_ABSTIME) {
@@ -365,7 +406,7 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_sleep(clockid_t id, int flags, const 
   }
   const uint64_t start = ReadNs(CLOCK_MONOTONIC);
   struct timespec rel = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-  const int e = realSleep(CLOCK_MONOTONIC, 0, &rel, nullptr);
+  const int e = RealSleep(CLOCK_MONOTONIC, 0, &rel, nullptr);
   // Interrupted by a signal: only the part slept counts, and the rest is reported.
   const uint64_t slept = e == 0 ? ns : std::min<uint64_t>(ns, ReadNs(CLOCK_MONOTONIC) - start);
   if (e != 0 && rem && !(flags & TIMER_ABSTIME)) {
@@ -373,7 +414,7 @@ extern "C" GPUSIM_EXPORT int gpusim_vclock_sleep(clockid_t id, int flags, const 
     rem->tv_nsec = (long)((ns - slept) % 1000000000ull);
   }
   t.v += slept;
-  Publish(t.v);
+  Publish(t);
   SetRef(t, ReadNs(CLOCK_MONOTONIC), ReadNs(CLOCK_THREAD_CPUTIME_ID));  // asked for, not blocked
   ApiExit();
   return e;

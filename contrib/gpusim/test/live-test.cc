@@ -532,6 +532,10 @@ TEST(Live, OneGpuOrOneCommRankForTwoProcessesIsAnError)
     EXPECT_NE(live.err.find("cannot use device 0 (GPU 0 of server 0, rank 0)"), std::string::npos)
         << live.err;
     EXPECT_NE(live.err.find("already drives that GPU"), std::string::npos) << live.err;
+    // The second process's failing call says why (NCCL's code for misuse), not "system error".
+    EXPECT_NE(live.err.find("ncclCommInitRank(&comm, world, id, rank) -> invalid usage"),
+              std::string::npos)
+        << live.err;
     EXPECT_LT(live.wallS, 30.0);
 
     const std::string trace = d.Path() + "/trace";
