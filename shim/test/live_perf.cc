@@ -2,7 +2,7 @@
 // live mode (gpusim run): it knows nothing about gpusim. Built against the shim's stub
 // headers, so it runs without the CUDA toolkit.
 //
-//   live_perf [--mode allreduce|gemm|steps|syncs|launches] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
+//   live_perf [--mode allreduce|gemm|steps|syncs|launches|nap|hostfunc] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]
 //             [-w WARMUP] [--crash-rank R] [--skip-rank R] [--poll] [--sleep-ms N]
 //
 // allreduce: nccl-tests' all_reduce_perf loop: per size, warm-up, then ITERS AllReduces timed
@@ -15,6 +15,8 @@
 // launches: ITERS kernel launches and event records back to back, then one synchronize (the cost
 //   of the live path per non-blocking op); prints "launches N host_us H".
 // nap: sleeps ITERS ms (std::this_thread::sleep_for) between two clock reads; prints "nap host_us H".
+// hostfunc: a host function working ITERS ms of CPU, through cudaLaunchHostFunc and its _ptsz
+//   form; prints "hostfunc host_us H ptsz_host_us P".
 // --crash-rank R: process R aborts in the middle of the run. --skip-rank R: process R returns
 // before its first collective. --poll: wait with a cudaStreamQuery loop instead of
 // cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: wait N ms of real time in
@@ -271,6 +273,17 @@ int main(int argc, char** argv) {
     }
     CHECK_CUDA(cudaStreamSynchronize(gpus[0].stream));
     if (rank == 0) printf("launches %d host_us %.3f\n", a.iters, NowUs() - t0);
+  } else if (a.mode == "hostfunc") {
+    // A host function that works ITERS ms on the CPU, launched as programs built with and
+    // without --default-stream per-thread launch it: the program's own time, on its clock.
+    CHECK_CUDA(cudaSetDevice(firstDevice));
+    auto work = [](void* ms) { BurnCpu(*static_cast<int*>(ms) * 1000.0); };
+    double t0 = NowUs();
+    CHECK_CUDA(cudaLaunchHostFunc(gpus[0].stream, work, &a.iters));
+    const double plain = NowUs() - t0;
+    t0 = NowUs();
+    CHECK_CUDA(cudaLaunchHostFunc_ptsz(gpus[0].stream, work, &a.iters));
+    printf("hostfunc host_us %.3f ptsz_host_us %.3f\n", plain, NowUs() - t0);
   } else if (a.mode == "nap") {
     const double t0 = NowUs();
     std::this_thread::sleep_for(std::chrono::milliseconds(a.iters));

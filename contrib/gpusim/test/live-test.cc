@@ -467,6 +467,26 @@ TEST(Live, ApiCostsFileOverridesTheTable)
     EXPECT_EQ(bad.err.find(":1:"), std::string::npos) << bad.err;
 }
 
+// A host function (cudaLaunchHostFunc runs it at once on the calling thread) is the program's
+// own work: 30 ms of CPU in it are 30 ms on the program's clock, also through the _ptsz entry
+// point that --default-stream per-thread builds call (two nested API scopes).
+TEST(Live, HostFunctionsAreTheProgramsTime)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    Result r = Shell(d, kGpusim + " run --gpus 1 --host-time measured -- " + kPerf +
+                            " --mode hostfunc -n 30");
+    ASSERT_EQ(r.code, 0) << r.err;
+    double plain = 0, ptsz = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "hostfunc host_us %lf ptsz_host_us %lf", &plain, &ptsz), 2)
+        << r.out;
+    for (double us : {plain, ptsz})
+    {
+        EXPECT_GE(us, 30000.0);
+        EXPECT_LT(us, 33000.0);
+    }
+}
+
 // One process per GPU that selects its GPU by local rank (torchrun / llm.c style), the same with
 // the launcher pinning one GPU per process (CUDA_VISIBLE_DEVICES, set by gpusim or by a wrapper
 // script): every variant runs and gives the same step time; `gpusim record` + `simulate` gives
