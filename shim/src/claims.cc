@@ -71,10 +71,7 @@ class DirLock {
 // Who this process is, for the other side's message.
 std::string Me() {
   std::string me = "pid " + std::to_string(getpid());
-  if (const char* p = getenv("GPUSIM_LIVE_PROCESS"))
-    me = "process " + std::string(p) + ", " + me;
-  else if (const char* r = getenv("GPUSIM_RANK"))
-    me = "process " + std::string(r) + ", " + me;
+  if (JobProcess() >= 0) me = "process " + std::to_string(JobProcess()) + ", " + me;
   return me;
 }
 

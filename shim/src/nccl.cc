@@ -139,8 +139,7 @@ void RandomId(ncclUniqueId* uid) {
     // Live runs are reproducible: the ids (hence communicator names in the results) depend on
     // the process and the call, not on chance. They only need to be unique within the job.
     static std::atomic<unsigned> calls{0};
-    const char* proc = getenv("GPUSIM_LIVE_PROCESS");
-    snprintf(uid->internal, sizeof uid->internal, "gpusim-live-%s-%u", proc ? proc : "0", calls.fetch_add(1));
+    snprintf(uid->internal, sizeof uid->internal, "gpusim-live-%d-%u", std::max(JobProcess(), 0), calls.fetch_add(1));
     return;
   }
   ssize_t n = getrandom(uid->internal, sizeof uid->internal, 0);

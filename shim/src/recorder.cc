@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <charconv>
@@ -289,7 +290,7 @@ void AtForkChild() {
 
 __attribute__((constructor)) void InitRecorder() {
   Recorder& r = R();
-  if (const char* rank = getenv("GPUSIM_RANK")) r.envRank = atoi(rank);
+  r.envRank = JobProcess();
   if (const char* ws = getenv("GPUSIM_WORLD_SIZE")) r.worldSize = atoi(ws);
   if (const char* src = getenv("GPUSIM_RANK_SOURCE")) r.rankFromEnv = strcmp(src, "env") == 0 && r.envRank >= 0;
   if (LiveMode()) {
@@ -428,12 +429,11 @@ Line& Line::Raw(const char* fragment, size_t len) {
 
 // Trace rank of `device` in live mode: its GPU's rank in the cluster (gpusim run always says
 // which server this process is on); a process started without one numbers its devices from
-// GPUSIM_LIVE_PROCESS x devices.
+// its process number x devices.
 static int LiveRankOf(int device) {
   const int global = GlobalRank(device);
   if (global >= 0) return global;
-  const char* p = getenv("GPUSIM_LIVE_PROCESS");
-  return (p ? atoi(p) : 0) * DeviceCount() + device;
+  return std::max(JobProcess(), 0) * DeviceCount() + device;
 }
 
 Line& Line::Rank(const char* key, int device) {

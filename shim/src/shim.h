@@ -51,6 +51,9 @@ GPUSIM_EXPORT int GlobalRank(int device);
 GPUSIM_EXPORT void DeviceUuid(int device, char out[16]);
 // Current device of the calling host thread (cudaSetDevice is per thread, as in CUDA).
 GPUSIM_EXPORT int CurrentDevice();
+// This process's number in the job: its MPI rank when an MPI launcher started it, else the
+// GPUSIM_RANK gpusim gave it; -1 when neither says.
+GPUSIM_EXPORT int JobProcess();
 // The real monotonic clock in ns (the shim's own measurements never read virtual time).
 GPUSIM_EXPORT uint64_t NowNs();
 // Sleeps for real, never on the program's clock (the shim's own waiting): the system call,

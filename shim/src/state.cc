@@ -68,6 +68,19 @@ int EnvInt(const char* name, int dflt) {
   return v && *v ? atoi(v) : dflt;
 }
 
+// The rank an MPI launcher gave this process (-1: none), and the job's size.
+int MpiRank(int* size) {
+  for (const auto& [r, n] : {std::pair<const char*, const char*>{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                             {"PMIX_RANK", "PMIX_SIZE"},
+                             {"PMI_RANK", "PMI_SIZE"}}) {
+    if (getenv(r) && getenv(n)) {
+      *size = EnvInt(n, 0);
+      return EnvInt(r, -1);
+    }
+  }
+  return -1;
+}
+
 // The simulated server of this process: GPUSIM_SERVER from gpusim run/record; for the ranks an
 // MPI launcher started (GPUSIM_SERVERS set, no GPUSIM_SERVER of their own) it follows from the
 // MPI rank, block by block as mpirun places them by default.
@@ -77,16 +90,8 @@ int ServerFromEnv(int* gpusPerServer) {
   if (server >= 0) return server;
   const int servers = EnvInt("GPUSIM_SERVERS", 0);
   if (servers <= 0) return -1;
-  int rank = -1, size = 0;
-  for (const auto& [r, n] : {std::pair<const char*, const char*>{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                             {"PMIX_RANK", "PMIX_SIZE"},
-                             {"PMI_RANK", "PMI_SIZE"}}) {
-    if (getenv(r) && getenv(n)) {
-      rank = EnvInt(r, -1);
-      size = EnvInt(n, 0);
-      break;
-    }
-  }
+  int size = 0;
+  const int rank = MpiRank(&size);
   if (rank < 0 || size <= 0) return -1;
   const int perServer = (size + servers - 1) / servers;
   return rank / perServer;
@@ -172,6 +177,15 @@ void WarnOnce(const char* what) {
   static std::set<std::string>* seen = new std::set<std::string>;  // never freed: used at exit
   std::lock_guard<std::mutex> lock(mu);
   if (seen->insert(what).second) fprintf(stderr, "gpusim: %s\n", what);
+}
+
+int JobProcess() {
+  static const int process = [] {
+    int size = 0;
+    const int mpi = MpiRank(&size);  // mpirun's ranks inherit the GPUSIM_RANK of mpirun itself
+    return mpi >= 0 ? mpi : EnvInt("GPUSIM_RANK", -1);
+  }();
+  return process;
 }
 
 }  // namespace gpusim

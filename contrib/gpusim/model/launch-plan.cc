@@ -1,6 +1,9 @@
 #include "ns3/launch-plan.h"
 
+#include "ns3/program-launcher.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <unistd.h>
@@ -163,6 +166,57 @@ LaunchPlan::Arguments(const std::vector<std::string>& program, const Process& p,
                                   std::to_string(processes)));
     }
     return argv;
+}
+
+std::vector<size_t>
+LaunchPlan::Spawn(ProgramLauncher& launcher,
+                  const std::vector<std::string>& program,
+                  const std::map<std::string, std::string>& env) const
+{
+    const std::vector<Process> procs = Processes();
+    std::vector<size_t> started;
+    for (const Process& p : procs)
+    {
+        std::map<std::string, std::string> penv = env;
+        for (const auto& [k, v] : Environment(p, procs.size()))
+        {
+            penv[k] = v;
+        }
+        // On failure the launcher stops the processes it started.
+        started.push_back(launcher.Spawn(Arguments(program, p, procs.size()), penv, Unset(p)));
+    }
+    return started;
+}
+
+void
+AddShimEnvironment(std::map<std::string, std::string>& env,
+                   const std::string& shimLibDir,
+                   const std::vector<std::string>& preload,
+                   double timeoutS)
+{
+    const char* ld = std::getenv("LD_LIBRARY_PATH");
+    env["LD_LIBRARY_PATH"] = shimLibDir + (ld && *ld ? ":" + std::string(ld) : "");
+    if (!preload.empty())
+    {
+        std::string list;
+        for (const auto& lib : preload)
+        {
+            list += (list.empty() ? "" : ":") + shimLibDir + "/" + lib;
+        }
+        const char* pre = std::getenv("LD_PRELOAD");
+        env["LD_PRELOAD"] = list + (pre && *pre ? ":" + std::string(pre) : "");
+    }
+    const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+    const std::string collector = shimLibDir + "/libgpusim-nvtx.so";
+    if (!env.count("NVTX_INJECTION64_PATH") && (!nvtx || !*nvtx) &&
+        ::access(collector.c_str(), R_OK) == 0)
+    {
+        env["NVTX_INJECTION64_PATH"] = collector;
+    }
+    if (timeoutS > 0)
+    {
+        env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(std::ceil(timeoutS)));
+    }
 }
 
 } // namespace gpusim

@@ -20,6 +20,8 @@
 
 namespace ns3
 {
+class ProgramLauncher;
+
 namespace gpusim
 {
 
@@ -60,7 +62,23 @@ struct LaunchPlan
     static std::vector<std::string> Arguments(const std::vector<std::string>& program,
                                               const Process& p,
                                               uint32_t processes);
+    /// Starts every process of the plan under `launcher`: `program` with its placeholders
+    /// replaced, `env` plus the process's own variables (Environment), without the variables
+    /// of Unset. Returns their indices in the launcher, in process order.
+    std::vector<size_t> Spawn(ProgramLauncher& launcher,
+                              const std::vector<std::string>& program,
+                              const std::map<std::string, std::string>& env) const;
 };
+
+/// Adds what puts a program on the shim in `shimLibDir` to `env`: LD_LIBRARY_PATH with the shim
+/// first; LD_PRELOAD with the shim's libraries `preload` (file names) before gpusim's own
+/// preloads; NVTX_INJECTION64_PATH to the shim's NVTX collector unless `env` or gpusim's own
+/// environment names one; GPUSIM_UNIQUE_ID_TIMEOUT (a rank waiting for a dead rank 0's NCCL id
+/// gives up no later than the run) when `timeoutS` > 0.
+void AddShimEnvironment(std::map<std::string, std::string>& env,
+                        const std::string& shimLibDir,
+                        const std::vector<std::string>& preload,
+                        double timeoutS);
 
 } // namespace gpusim
 } // namespace ns3

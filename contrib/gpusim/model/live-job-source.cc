@@ -8,6 +8,7 @@
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <chrono>
@@ -43,6 +44,24 @@ struct LiveRunEnded : std::runtime_error
 {
     using std::runtime_error::runtime_error;
 };
+
+/// The fields of a /proc/.../stat file after the command name, which may hold spaces and
+/// parentheses: "S 1234 ..." (state, parent pid, ...); "" when it cannot be read.
+std::string
+StatFieldsAfterName(const char* path)
+{
+    FILE* f = std::fopen(path, "r");
+    if (!f)
+    {
+        return "";
+    }
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* close = std::strrchr(buf, ')');
+    return close && close[1] == ' ' ? std::string(close + 2) : std::string();
+}
 
 /// printf into a string (the messages of the Warning trace source).
 __attribute__((format(printf, 1, 2))) std::string
@@ -270,47 +289,29 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     }
 
     std::map<std::string, std::string> env = extraEnv;
-    const char* ld = std::getenv("LD_LIBRARY_PATH");
-    env["LD_LIBRARY_PATH"] = shimLibDir + (ld && *ld ? ":" + std::string(ld) : "");
     // Preloaded: the clock library must come before libc for the program's timers to read
     // simulated time, and the runtime is needed even by a program that loads CUDA late.
-    const char* pre = std::getenv("LD_PRELOAD");
-    env["LD_PRELOAD"] = shimLibDir + "/libgpusim-clock.so:" + shimLibDir +
-                        "/libcudart.so.13:" + shimLibDir + "/libnccl.so.2:" + shimLibDir +
-                        "/libcudnn.so.9" + (pre && *pre ? ":" + std::string(pre) : "");
+    gpusim::AddShimEnvironment(
+        env,
+        shimLibDir,
+        {"libgpusim-clock.so", "libcudart.so.13", "libnccl.so.2", "libcudnn.so.9"},
+        m_timeoutS);
     env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
     env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";
     // One time origin for every process: simulated t = 0 is "now" on the real clocks.
     env["GPUSIM_LIVE_EPOCH_REALTIME_NS"] = std::to_string(ClockNs(CLOCK_REALTIME));
     env["GPUSIM_LIVE_EPOCH_MONOTONIC_NS"] = std::to_string(ClockNs(CLOCK_MONOTONIC));
     env["GPUSIM_LIVE_EPOCH_BOOTTIME_NS"] = std::to_string(ClockNs(CLOCK_BOOTTIME));
-    if (m_timeoutS > 0)
-    {
-        env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(m_timeoutS + 1));
-    }
-    if (!env.count("NVTX_INJECTION64_PATH") && ::access((shimLibDir + "/libgpusim-nvtx.so").c_str(), R_OK) == 0)
-    {
-        env["NVTX_INJECTION64_PATH"] = shimLibDir + "/libgpusim-nvtx.so";
-    }
     // Spinning briefly for answers beats the wake-up latency, but only with a core to spare:
     // on an oversubscribed machine it would take the CPU from whoever has to answer.
     m_spin = procs.size() + 1 <= std::thread::hardware_concurrency();
     env["GPUSIM_LIVE_SPIN"] = m_spin ? "1" : "0";
     m_startWall = WallSeconds();
-    for (const auto& p : procs)
+    for (size_t launched : plan.Spawn(m_launcher, program, env))
     {
-        std::map<std::string, std::string> penv = env;
-        for (const auto& [k, v] : plan.Environment(p, procs.size()))
-        {
-            penv[k] = v;
-        }
-        penv["GPUSIM_LIVE_PROCESS"] = std::to_string(p.index);
         ProgramProcess pp;
-        pp.launched = static_cast<int32_t>(
-            m_launcher.Spawn(gpusim::LaunchPlan::Arguments(program, p, procs.size()),
-                             penv,
-                             plan.Unset(p)));
-        pp.pid = m_launcher.Processes().at(pp.launched).pid;
+        pp.launched = static_cast<int32_t>(launched);
+        pp.pid = m_launcher.Processes().at(launched).pid;
         m_processes.push_back(pp);
     }
     NS_LOG_INFO("live run: " << procs.size() << " processes, " << nranks << " GPUs, socket "
@@ -405,34 +406,36 @@ LiveJobSource::ProcessOf(int32_t pid)
     {
         char path[64];
         std::snprintf(path, sizeof path, "/proc/%d/stat", up);
-        FILE* f = std::fopen(path, "r");
-        if (!f)
-        {
-            break;
-        }
-        char buf[512];
-        const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-        std::fclose(f);
-        buf[n] = '\0';
-        const char* close = std::strrchr(buf, ')');
         int parent = 0;
-        if (!close || std::sscanf(close + 2, "%*c %d", &parent) != 1)
+        if (std::sscanf(StatFieldsAfterName(path).c_str(), "%*c %d", &parent) != 1)
         {
             break;
         }
-        for (auto& q : m_processes)
+        auto launcher = std::find_if(m_processes.begin(), m_processes.end(), [parent](const auto& q) {
+            return q.launched >= 0 && q.pid == parent;
+        });
+        if (launcher != m_processes.end())
         {
-            if (q.launched >= 0 && q.pid == parent)
-            {
-                q.launcher = true;
-                up = 0;
-                break;
-            }
+            launcher->launcher = true;
+            break;
         }
-        up = up == 0 ? 0 : parent;
+        up = parent;
     }
     m_processes.push_back(p);
     return static_cast<int32_t>(m_processes.size() - 1);
+}
+
+bool
+LiveJobSource::LauncherRunning() const
+{
+    for (const auto& p : m_processes)
+    {
+        if (p.launcher && p.launched >= 0 && !m_launcher.Processes().at(p.launched).done)
+        {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool
@@ -603,17 +606,8 @@ ThreadState(int32_t pid, int32_t tid)
     }
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-    FILE* f = std::fopen(path, "r");
-    if (!f)
-    {
-        return '?';
-    }
-    char buf[512];
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    const char* close = std::strrchr(buf, ')'); // the command name may hold spaces
-    return close && close[1] == ' ' ? close[2] : '?';
+    const std::string fields = StatFieldsAfterName(path);
+    return fields.empty() ? '?' : fields[0];
 }
 } // namespace
 
@@ -710,7 +704,9 @@ LiveJobSource::Deadlocked()
     {
         m_stuckSince = WallSeconds();
     }
-    if (WallSeconds() - m_stuckSince <= 1.0)
+    // A launcher of ours still running (mpirun) may still be starting ranks that will use the
+    // GPUs nobody has used yet: give them longer before going on without those GPUs.
+    if (WallSeconds() - m_stuckSince <= (LauncherRunning() ? kLauncherStartS : 1.0))
     {
         return false;
     }
@@ -1832,8 +1828,6 @@ LiveJobSource::GetRecording() const
     }
     job.metadata["program"] = prog;
     job.metadata["processes"] = std::to_string(m_launcher.Processes().size());
-    job.metadata["processes_per_server"] =
-        std::to_string(m_launcher.Processes().size() / std::max<uint32_t>(1, m_plan.Servers()));
     for (uint32_t r = 0; r < m_store.size(); ++r)
     {
         gpusim::RankTrace rt;

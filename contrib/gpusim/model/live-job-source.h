@@ -267,6 +267,7 @@ class LiveJobSource : public OpFeed
     static constexpr uint64_t kLivelockPolls = 10000; //!< "not ready" answers in a row, and
     static constexpr double kLivelockWallS = 2.0;     //!< this long with no device work queued
     static constexpr double kSilentLiftS = 0.5;       //!< on the CPU without a call while all wait
+    static constexpr double kLauncherStartS = 10.0;   //!< mpirun's ranks may take this long to start
     uint64_t m_pollsSinceProgress = 0;
     double m_progressWallS = -1;
     uint64_t m_gateCalls = 0;
@@ -280,6 +281,8 @@ class LiveJobSource : public OpFeed
     /// A running launched process with no thread talking to us that has not started processes
     /// that do (a launcher): it may still claim any GPU, from any time.
     bool SomeProcessUnseen() const;
+    /// A process we started that started others (mpirun) still runs.
+    bool LauncherRunning() const;
     /// Nothing can move while GPUs of the job were never used: give them up (a program that
     /// uses fewer GPUs than the job has). True if any was released.
     bool ReleaseUnclaimedRanks();

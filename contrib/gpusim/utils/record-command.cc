@@ -267,26 +267,14 @@ RecordEnvironment(const std::string& libdir,
     env["GPUSIM_RECORD_DIR"] = staging;
     env["GPUSIM_UNIQUE_ID_FILE"] = staging + "/.nccl-unique-id";
     env["GPUSIM_GPU"] = gpuModel;
-    const char* ld = std::getenv("LD_LIBRARY_PATH");
-    env["LD_LIBRARY_PATH"] = libdir + (ld && *ld ? ":" + std::string(ld) : "");
     // The clock library, as in a live run: the program's clock reads cost the same host time
     // (its clocks still read real time when recording).
+    std::vector<std::string> preload;
     if (IsFile(libdir + "/libgpusim-clock.so"))
     {
-        const char* pre = std::getenv("LD_PRELOAD");
-        env["LD_PRELOAD"] =
-            libdir + "/libgpusim-clock.so" + (pre && *pre ? ":" + std::string(pre) : "");
+        preload.push_back("libgpusim-clock.so");
     }
-    const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
-    if ((!nvtx || !*nvtx) && IsFile(libdir + "/libgpusim-nvtx.so"))
-    {
-        env["NVTX_INJECTION64_PATH"] = libdir + "/libgpusim-nvtx.so";
-    }
-    if (timeout > 0)
-    {
-        // A rank waiting for a dead rank 0's unique id gives up no later than we do.
-        env["GPUSIM_UNIQUE_ID_TIMEOUT"] = std::to_string(static_cast<int>(std::ceil(timeout)));
-    }
+    AddShimEnvironment(env, libdir, preload, timeout);
     return env;
 }
 
@@ -309,17 +297,7 @@ RunRanks(const std::vector<std::string>& program,
 {
     ProgramLauncher procs;
     const auto start = std::chrono::steady_clock::now();
-    const auto placed = plan.Processes();
-    for (const auto& p : placed)
-    {
-        std::map<std::string, std::string> penv = env;
-        for (const auto& [k, v] : plan.Environment(p, placed.size()))
-        {
-            penv[k] = v;
-        }
-        // on failure, the launcher stops the processes started
-        procs.Spawn(LaunchPlan::Arguments(program, p, placed.size()), penv, plan.Unset(p));
-    }
+    plan.Spawn(procs, program, env);
     auto failed = [&procs]() {
         for (size_t r = 0; r < procs.Processes().size(); ++r)
         {
