@@ -27,6 +27,7 @@
 #include <string>
 
 #include "cudart-internal.h"
+#include "live-ring-layout.h"
 
 namespace gpusim {
 namespace {
@@ -62,18 +63,16 @@ void Dead(const char* why) {
     fprintf(stderr, "gpusim: lost the simulator (%s); CUDA/NCCL calls that need it fail from now on\n", why);
 }
 
-// The shared ring's layout (the simulator reads it the same way: live-job-source.cc):
-// offset 0 the bytes written so far (this side), 64 the bytes read (the simulator), 128 the
-// simulator's "about to sleep, wake me" flag, 192 the capacity, 256 how often the simulator
-// stopped waiting for this thread (it was waiting outside CUDA); the data from 4096, wrapping.
-constexpr size_t kRingHeader = 4096;
+// The shared ring (layout shared with the simulator: contrib/gpusim/model/live-ring-layout.h).
+namespace lr = gpusim_live_ring;
+constexpr size_t kRingHeader = lr::kData;
 constexpr uint64_t kRingCapacity = 4u << 20;
 struct Ring {
   char* base = nullptr;
-  uint64_t* head() const { return (uint64_t*)base; }
-  uint64_t* tail() const { return (uint64_t*)(base + 64); }
-  uint32_t* sleeping() const { return (uint32_t*)(base + 128); }
-  uint32_t* lifts() const { return (uint32_t*)(base + 256); }
+  uint64_t* head() const { return (uint64_t*)(base + lr::kHead); }
+  uint64_t* tail() const { return (uint64_t*)(base + lr::kTail); }
+  uint32_t* sleeping() const { return (uint32_t*)(base + lr::kSleeping); }
+  uint32_t* lifts() const { return (uint32_t*)(base + lr::kLifts); }
   char* data() const { return base + kRingHeader; }
 };
 
@@ -114,7 +113,7 @@ int MakeRing(Ring* ring) {
     return -1;
   }
   ring->base = (char*)p;
-  *(uint32_t*)(ring->base + 192) = (uint32_t)kRingCapacity;
+  *(uint32_t*)(ring->base + lr::kCapacity) = (uint32_t)kRingCapacity;
   return fd;
 }
 

@@ -3,6 +3,7 @@
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/host-first-scheduler.h"
+#include "ns3/live-ring-layout.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -82,37 +83,34 @@ WallSeconds()
         .count();
 }
 
-// The shared op ring of a program thread (the shim's layout, shim/src/live.cc): bytes written
-// at offset 0 (the program), bytes read at 64 (us), our "about to sleep" flag at 128, the
-// capacity at 192, how often we stopped waiting for the thread at 256, the data from 4096,
-// wrapping.
-constexpr size_t kRingHeader = 4096;
+// The shared op ring of a program thread (layout: live-ring-layout.h).
+constexpr size_t kRingHeader = gpusim_live_ring::kData;
 uint64_t*
 RingHead(char* ring)
 {
-    return reinterpret_cast<uint64_t*>(ring);
+    return reinterpret_cast<uint64_t*>(ring + gpusim_live_ring::kHead);
 }
 uint64_t*
 RingTail(char* ring)
 {
-    return reinterpret_cast<uint64_t*>(ring + 64);
+    return reinterpret_cast<uint64_t*>(ring + gpusim_live_ring::kTail);
 }
 uint32_t*
 RingSleeping(char* ring)
 {
-    return reinterpret_cast<uint32_t*>(ring + 128);
+    return reinterpret_cast<uint32_t*>(ring + gpusim_live_ring::kSleeping);
 }
 uint32_t
 RingCapacity(char* ring)
 {
-    return *reinterpret_cast<uint32_t*>(ring + 192);
+    return *reinterpret_cast<uint32_t*>(ring + gpusim_live_ring::kCapacity);
 }
 /// Times the simulation stopped waiting for the thread (it tells the thread that the time
 /// until its next call was a wait, not host work).
 uint32_t*
 RingLifts(char* ring)
 {
-    return reinterpret_cast<uint32_t*>(ring + 256);
+    return reinterpret_cast<uint32_t*>(ring + gpusim_live_ring::kLifts);
 }
 
 /// Sends a record to the snapshot with `n` descriptors attached (SCM_RIGHTS).
