@@ -401,43 +401,27 @@ double Half(uint16_t h) {
   return h & 0x8000 ? -v : v;
 }
 
+// A value of type T at p (scalars arrive as untyped, possibly unaligned host memory).
+template <class T>
+T Load(const void* p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // The value of a by-value scalar tensor (host memory, in its data type); 0 if unreadable.
 double ScalarValue(const TensorInfo& t, const void* p) {
   if (!p) return 0;
   switch (t.dtype) {
-    case CUDNN_DATA_FLOAT: {
-      float v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CUDNN_DATA_DOUBLE: {
-      double v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CUDNN_DATA_HALF: {
-      uint16_t v;
-      memcpy(&v, p, sizeof v);
-      return Half(v);
-    }
+    case CUDNN_DATA_FLOAT: return Load<float>(p);
+    case CUDNN_DATA_DOUBLE: return Load<double>(p);
+    case CUDNN_DATA_HALF: return Half(Load<uint16_t>(p));
     case CUDNN_DATA_BFLOAT16: {
-      uint16_t v;
-      memcpy(&v, p, sizeof v);
-      uint32_t bits = (uint32_t)v << 16;
-      float f;
-      memcpy(&f, &bits, sizeof f);
-      return f;
+      const uint32_t bits = (uint32_t)Load<uint16_t>(p) << 16;  // bf16 is a float's top half
+      return Load<float>(&bits);
     }
-    case CUDNN_DATA_INT32: {
-      int32_t v;
-      memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CUDNN_DATA_INT64: {
-      int64_t v;
-      memcpy(&v, p, sizeof v);
-      return (double)v;
-    }
+    case CUDNN_DATA_INT32: return Load<int32_t>(p);
+    case CUDNN_DATA_INT64: return (double)Load<int64_t>(p);
     default: return 0;
   }
 }
