@@ -275,8 +275,11 @@ TEST(Live, AllReduceLoopMatchesCollectiveSweep)
             EXPECT_GE(a[i].hostUs, a[i].eventUs);
             const bool hostBound = !onePerGpu && hostPerIterationUs > 0.9 * b[i].hostUs;
             const double expect = hostBound ? hostPerIterationUs : b[i].hostUs;
-            // Measured host time adds the program's own (small) work between calls.
-            const double above = hostBound ? 0.10 : 0.05;
+            // Measured host time adds the program's own (small) work between calls, and the
+            // last poll of an iteration lands up to one poll late: a poll's measured CPU time
+            // grows when a loaded `ctest -j2` switches the process out (2.5 % seen quiet at
+            // 1 MiB, over 5 % once under load).
+            const double above = hostBound ? 0.10 : 0.08;
             for (double got : {a[i].hostUs, a[i].eventUs})
             {
                 EXPECT_GE(got, 0.97 * expect) << live.out;
