@@ -1068,6 +1068,7 @@ CudaContext::StartPeerCopy(const Op& op, std::function<void()> done)
                                dst,
                                op.bytes,
                                flowKey,
+                               false,
                                std::move(done));
 }
 

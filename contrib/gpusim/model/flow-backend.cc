@@ -378,6 +378,29 @@ FlowBackend::StartTransfer(uint64_t id,
                            uint64_t flowKey,
                            DeliveredCallback done)
 {
+    Start(id, srcGpu, dstGpu, bytes, flowKey, false, std::move(done));
+}
+
+void
+FlowBackend::StartStreamedTransfer(uint64_t id,
+                                   uint32_t srcGpu,
+                                   uint32_t dstGpu,
+                                   uint64_t bytes,
+                                   uint64_t flowKey,
+                                   DeliveredCallback done)
+{
+    Start(id, srcGpu, dstGpu, bytes, flowKey, true, std::move(done));
+}
+
+void
+FlowBackend::Start(uint64_t id,
+                   uint32_t srcGpu,
+                   uint32_t dstGpu,
+                   uint64_t bytes,
+                   uint64_t flowKey,
+                   bool streamed,
+                   DeliveredCallback done)
+{
     if (!m_topology)
     {
         throw std::logic_error("FlowBackend::StartTransfer: no topology set");
@@ -389,6 +412,7 @@ FlowBackend::StartTransfer(uint64_t id,
     rec.dstGpu = dstGpu;
     rec.bytes = bytes;
     rec.start = Simulator::Now();
+    rec.streamed = streamed;
     const CachedRoute& route = LookupRoute(srcGpu, dstGpu, flowKey); // validates the GPUs
     ++m_started;
     m_startedTrace(rec);
@@ -403,7 +427,7 @@ FlowBackend::StartTransfer(uint64_t id,
         {
             m_history->OnDrained(id, rec.start);
         }
-        EnqueueDelivery({NowNs() + route.latencyNs, rec, std::move(done)});
+        EnqueueDelivery({NowNs() + (streamed ? 0 : route.latencyNs), rec, std::move(done)});
         return;
     }
     AddFlow(rec, flowKey, route, double(bytes), std::move(done));
@@ -443,7 +467,7 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.route.assign(route.links.begin(), route.links.end());
     m_hot[slot].route = f.route.data();
     m_hot[slot].hops = static_cast<uint32_t>(f.route.size());
-    f.latencyNs = route.latencyNs;
+    f.latencyNs = rec.streamed ? 0 : route.latencyNs; // a stream paid its path's latency once
     f.remaining = remaining;
     f.t0Ns = NowNs();
     f.rate = 0;
@@ -1152,7 +1176,9 @@ FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
         {
             const int64_t drainedNs = r.isDrained ? r.drained.GetNanoSeconds() : nowNs;
             EnqueueDelivery(
-                {std::max(nowNs, drainedNs + route.latencyNs), r.transfer, std::move(done)});
+                {std::max(nowNs, drainedNs + (r.transfer.streamed ? 0 : route.latencyNs)),
+                 r.transfer,
+                 std::move(done)});
             continue;
         }
         AddFlow(r.transfer, r.flowKey, route, r.RemainingBytesAt(cp.time), std::move(done));

@@ -33,6 +33,13 @@ class FlowBackend : public NetworkBackend
                        uint64_t bytes,
                        uint64_t flowKey,
                        DeliveredCallback done) override;
+    /// Delivered when drained: the stream's first transfer paid the path's latency.
+    void StartStreamedTransfer(uint64_t id,
+                               uint32_t srcGpu,
+                               uint32_t dstGpu,
+                               uint64_t bytes,
+                               uint64_t flowKey,
+                               DeliveredCallback done) override;
     std::vector<TransferRecord> InFlight() const override;
     std::string GetName() const override;
     uint64_t GetDeliveredCount() const override;
@@ -198,6 +205,13 @@ class FlowBackend : public NetworkBackend
     };
 
     const CachedRoute& LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey);
+    void Start(uint64_t id,
+               uint32_t srcGpu,
+               uint32_t dstGpu,
+               uint64_t bytes,
+               uint64_t flowKey,
+               bool streamed,
+               DeliveredCallback done);
     void AddFlow(const TransferRecord& rec,
                  uint64_t flowKey,
                  const CachedRoute& route,

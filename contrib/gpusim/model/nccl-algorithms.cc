@@ -92,7 +92,12 @@ PipelineExecutor::Advance(uint32_t c, uint32_t p)
         ++s.launched;
         ++transfers;
         // Captures stay within std::function's small buffer: no allocation per transfer.
-        m_send(rank, m_orders[c][next], m_itemBytes, c, pipelined, [this, c, p]() {
+        m_send(rank,
+               m_orders[c][next],
+               m_itemBytes,
+               c,
+               pipelined ? StepStart::Pipelined : StepStart::Fresh,
+               [this, c, p]() {
             const uint32_t next = (p + 1) % N();
             ++m_state[c][p].sent;
             ++m_state[c][next].recvd;
@@ -123,11 +128,12 @@ PipelineExecutor::CheckDone(uint32_t c, uint32_t p)
 // ------------------------------------------------------------------ double binary tree
 
 TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                           uint32_t depth, SendFn send)
+                           uint32_t depth, bool streamed, SendFn send)
     : m_trees(std::move(trees)),
       m_chunks(chunks),
       m_chunkBytes(chunkBytes),
       m_depth(std::max<uint32_t>(1, depth)),
+      m_streamed(streamed),
       m_send(std::move(send))
 {
     const size_t n = m_trees.front().parent.size();
@@ -190,10 +196,12 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     {
         while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < m_depth)
         {
+            const StepStart start =
+                m_streamed && s.upLaunched > 0 ? StepStart::Streamed : StepStart::Fresh;
             ++s.upLaunched;
             ++transfers;
             const uint32_t p = static_cast<uint32_t>(parent);
-            m_send(r, p, m_chunkBytes, 2 * t, false, [this, t, r]() {
+            m_send(r, p, m_chunkBytes, 2 * t, start, [this, t, r]() {
                 const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
                 const size_t idx = ChildIndex(t, p, r);
                 ++m_state[t][r].upSent;
@@ -208,11 +216,13 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     {
         while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < m_depth)
         {
+            const StepStart start =
+                m_streamed && s.downLaunched[i] > 0 ? StepStart::Streamed : StepStart::Fresh;
             ++s.downLaunched[i];
             ++transfers;
             const uint32_t child = kids[i];
             const uint64_t key = (uint64_t(t) << 48) | (uint64_t(i) << 32) | r;
-            m_send(r, child, m_chunkBytes, 2 * t + 1, false, [this, key]() {
+            m_send(r, child, m_chunkBytes, 2 * t + 1, start, [this, key]() {
                 const uint32_t t = key >> 48;
                 const size_t i = (key >> 32) & 0xffff;
                 const uint32_t r = key & 0xffffffff;
@@ -298,7 +308,7 @@ void
 DirectExecutor::Start(uint32_t from, uint32_t to)
 {
     ++transfers;
-    m_send(from, to, m_blockBytes, from, false, [this, from, to]() {
+    m_send(from, to, m_blockBytes, from, StepStart::Fresh, [this, from, to]() {
         Finish(from);
         Finish(to);
     });
@@ -412,7 +422,9 @@ NvlsExecutor::Pump(uint64_t conn)
         const Send& snd = m_sends[id];
         // Flow keys: the stage and the head's rail (and tree), for ECMP and the route cache.
         const uint64_t key = (uint64_t(snd.stage) << 32) | (uint64_t(snd.tree) << 31) | snd.head;
-        m_send(snd.from, snd.to, snd.bytes, key, false, [this, id]() { Delivered(id); });
+        m_send(snd.from, snd.to, snd.bytes, key, StepStart::Fresh, [this, id]() {
+            Delivered(id);
+        });
     }
 }
 
@@ -523,6 +535,13 @@ TreeChunks(double perTreeBytes, uint64_t chunkBytes)
 {
     const double chunk = std::min<double>(chunkBytes, 256.0 * 1024);
     return static_cast<uint32_t>(std::clamp(std::ceil(perTreeBytes / chunk), 1.0, 128.0));
+}
+
+uint32_t
+StreamedTreeChunks(double perTreeBytes)
+{
+    const double passBytes = 512.0 * 8; // NCCL_LL_MAX_NTHREADS x 8 payload bytes per line
+    return static_cast<uint32_t>(std::clamp(std::ceil(perTreeBytes / passBytes), 1.0, 128.0));
 }
 
 std::vector<CollectiveTree>

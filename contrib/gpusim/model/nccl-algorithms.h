@@ -24,10 +24,9 @@ namespace ns3
 {
 
 /// Moves `bytes` of payload from node `from` to node `to` (comm ranks, or the switch nodes an
-/// executor names above them); `pipelined` steps stream behind an earlier step of the same
-/// connection and pay no step latency of their own.
+/// executor names above them), starting as `start` says.
 using SendFn = std::function<void(uint32_t from, uint32_t to, double bytes, uint64_t flowKey,
-                                  bool pipelined, std::function<void()> delivered)>;
+                                  StepStart start, std::function<void()> delivered)>;
 
 /// Ring (AllReduce, AllGather, ReduceScatter) and chain (Broadcast, Reduce) pipelines. Each
 /// channel has its own order of comm ranks; a position sends items to the next position.
@@ -72,12 +71,13 @@ class PipelineExecutor : public CollectiveExecutor
 };
 
 /// Double binary tree AllReduce: each tree reduces its half of the data towards the root in
-/// pipelined chunks, then broadcasts it back down.
+/// pipelined chunks, then broadcasts it back down. `streamed` (LL): a connection's data flows
+/// line by line as its flags arrive, so only its first chunk waits the step and path latency.
 class TreeExecutor : public CollectiveExecutor
 {
   public:
     TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                 uint32_t depth, SendFn send);
+                 uint32_t depth, bool streamed, SendFn send);
     void Join(uint32_t r) override;
 
   private:
@@ -102,6 +102,7 @@ class TreeExecutor : public CollectiveExecutor
     uint32_t m_chunks;
     double m_chunkBytes;
     uint32_t m_depth;
+    bool m_streamed;
     SendFn m_send;
     std::vector<bool> m_joined;
     std::vector<uint32_t> m_treesDone;
@@ -217,6 +218,12 @@ class NvlsExecutor : public CollectiveExecutor
 /// Trees pipeline in small chunks (NCCL uses a few hundred KiB) so the fill through the tree
 /// depth stays a small fraction; at most 128 chunks to bound the event count.
 uint32_t TreeChunks(double perTreeBytes, uint64_t chunkBytes);
+
+/// Chunks of a tree that streams (LL): the receiver forwards each line as its flag arrives,
+/// so data crosses the tree's depth at the grain of one pass of a channel's threads over their
+/// lines (NCCL's LL: 512 threads x 8 payload bytes = 4 KiB), not of whole chunks. At most 128
+/// chunks to bound the event count.
+uint32_t StreamedTreeChunks(double perTreeBytes);
 
 /// Two mirrored binary trees over `n` nodes (heap order and its mirror image, so a node is
 /// interior in at most one of them), as NCCL's double binary tree.

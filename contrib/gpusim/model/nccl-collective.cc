@@ -142,14 +142,14 @@ Communicator::Send(const CollectivePlan& plan,
                    uint32_t toNode,
                    double payloadBytes,
                    uint64_t flowKey,
-                   bool pipelined,
+                   StepStart start,
                    std::function<void()> delivered)
 {
     const uint32_t src = Endpoint(fromNode);
     const uint32_t dst = Endpoint(toNode);
-    m_world->StartTransfer(StepDelay(plan, src, dst, pipelined), src, dst,
+    m_world->StartTransfer(StepDelay(plan, src, dst, start != StepStart::Fresh), src, dst,
                            WireBytes(plan, src, dst, payloadBytes), flowKey,
-                           std::move(delivered));
+                           start == StepStart::Streamed, std::move(delivered));
 }
 
 uint64_t
@@ -314,12 +314,12 @@ std::unique_ptr<CollectiveExecutor>
 Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts* sent)
 {
     SendFn send = [this, plan, sent](uint32_t from, uint32_t to, double bytes, uint64_t key,
-                                     bool pipelined, std::function<void()> delivered) {
+                                     StepStart start, std::function<void()> delivered) {
         if (sent && bytes > 0)
         {
             ++(*sent)[{Endpoint(from), Endpoint(to), key}];
         }
-        Send(plan, from, to, bytes, key, pipelined, std::move(delivered));
+        Send(plan, from, to, bytes, key, start, std::move(delivered));
     };
     const uint32_t n = m_nranks;
     const uint32_t C = plan.channels;
@@ -351,9 +351,14 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
     {
         std::vector<CollectiveTree> trees = Trees(C);
         const double perTree = S / C;
-        const uint32_t chunks = TreeChunks(perTree, plan.chunkBytes);
+        // LL forwards each 8-byte line as its flag arrives; LL128's threads forward a pass of
+        // 120 x 8 bytes each (NCCL_LL128_ELEMS_PER_THREAD, ~560 KiB of payload per channel), as
+        // coarse as the Simple chunks TreeChunks already pipelines.
+        const bool streamed = plan.proto == "ll";
+        const uint32_t chunks =
+            streamed ? StreamedTreeChunks(perTree) : TreeChunks(perTree, plan.chunkBytes);
         return std::make_unique<TreeExecutor>(std::move(trees), chunks, perTree / chunks,
-                                              plan.pipelineDepth, send);
+                                              plan.pipelineDepth, streamed, send);
     }
     if (op.coll == CollKind::AllToAll)
     {
@@ -500,7 +505,8 @@ Communicator::MatchP2p(uint32_t src, uint32_t dst)
         ++m_p2pTransfers;
         auto sDone = std::move(s.done);
         auto rDone = std::move(r.done);
-        Send(plan, src, dst, static_cast<double>(s.op->bytes), P2pFlowKey(src, dst), false,
+        Send(plan, src, dst, static_cast<double>(s.op->bytes), P2pFlowKey(src, dst),
+             StepStart::Fresh,
              [sDone, rDone]() {
                  sDone();
                  rDone();
@@ -762,7 +768,7 @@ NcclWorld::NextTransferId()
 
 void
 NcclWorld::StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t wireBytes,
-                         uint64_t flowKey, std::function<void()> delivered)
+                         uint64_t flowKey, bool streamed, std::function<void()> delivered)
 {
     uint32_t slot;
     if (m_freeSlots.empty())
@@ -781,6 +787,7 @@ NcclWorld::StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t 
     t.dst = dstGpu;
     t.bytes = wireBytes;
     t.flowKey = flowKey;
+    t.streamed = streamed;
     t.delivered = std::move(delivered);
     if (!delay.IsStrictlyPositive())
     {
@@ -842,8 +849,15 @@ void
 NcclWorld::Launch(uint32_t slot)
 {
     const PendingTransfer& t = m_slots[slot];
-    m_backend->StartTransfer(t.id, t.src, t.dst, t.bytes, t.flowKey,
-                             [this, slot](const TransferRecord& r) { Delivered(slot, r); });
+    auto done = [this, slot](const TransferRecord& r) { Delivered(slot, r); };
+    if (t.streamed)
+    {
+        m_backend->StartStreamedTransfer(t.id, t.src, t.dst, t.bytes, t.flowKey, done);
+    }
+    else
+    {
+        m_backend->StartTransfer(t.id, t.src, t.dst, t.bytes, t.flowKey, done);
+    }
 }
 
 void

@@ -41,6 +41,15 @@ class CollectiveExecutor;
 
 class FlowBackend;
 
+/// How a transfer starts on its connection.
+enum class StepStart : uint8_t
+{
+    Fresh,     //!< waits the protocol's step latency
+    Pipelined, //!< streams behind an earlier step of the connection: no step latency
+    Streamed,  //!< continues the line-by-line stream (LL) of the connection's first transfer,
+               //!< which already paid the step and the path latency: neither again
+};
+
 /// How one collective is executed.
 struct CollectivePlan
 {
@@ -141,7 +150,7 @@ class Communicator : public Object
               uint32_t toNode,
               double payloadBytes,
               uint64_t flowKey,
-              bool pipelined,
+              StepStart start,
               std::function<void()> delivered);
     /// Members grouped by server (ServerGroups(0)) when every server has the same number of
     /// them (>= 2) and all reach an NVSwitch; empty otherwise (no NVLS possible).
@@ -380,9 +389,10 @@ class NcclWorld : public Object
 
     uint64_t NextTransferId();
     /// Starts a transfer after `delay` (the protocol's step latency); delivered() runs at
-    /// delivery. Transfers deferred to the same instant share one event.
+    /// delivery. `streamed`: through the backend's StartStreamedTransfer. Transfers deferred to
+    /// the same instant share one event.
     void StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t wireBytes,
-                       uint64_t flowKey, std::function<void()> delivered);
+                       uint64_t flowKey, bool streamed, std::function<void()> delivered);
     void NotifyCompleted(const CollectiveRecord& r);
     bool HasPending() const;
     std::string DescribePending() const;
@@ -418,6 +428,7 @@ class NcclWorld : public Object
         uint32_t dst = 0;
         uint64_t bytes = 0;
         uint64_t flowKey = 0;
+        bool streamed = false;
         std::function<void()> delivered;
     };
     void Launch(uint32_t slot);

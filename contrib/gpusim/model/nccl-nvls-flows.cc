@@ -201,7 +201,7 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
         trees = DoubleBinaryTree(groups.size());
     }
     SendFn send = [this, plan, seq](uint32_t from, uint32_t to, double bytes, uint64_t key,
-                                    bool pipelined, std::function<void()> delivered) {
+                                    StepStart start, std::function<void()> delivered) {
         if ((key >> 32) == kMcDownStage)
         {
             delivered = [this, seq, to, d = std::move(delivered)]() {
@@ -209,7 +209,7 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
                 NvlsLoopDelivered(seq, to);
             };
         }
-        Send(plan, from, to, bytes, key, pipelined, std::move(delivered));
+        Send(plan, from, to, bytes, key, start, std::move(delivered));
     };
     const double loopBytes = static_cast<double>(inst.op->bytes) / f.loops;
     inst.exec = std::make_unique<NvlsExecutor>(std::move(groups), std::move(trees), f.trial,

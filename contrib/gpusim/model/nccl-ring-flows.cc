@@ -187,7 +187,7 @@ Communicator::StartRingFlows(uint64_t seq, Instance& inst)
         ring.stepNs[e] = static_cast<double>(StepDelay(plan, src, dst, false).GetNanoSeconds());
         ring.latNs[e] = std::round(m_world->Hop(src, dst).wireUs * 1e3);
         const uint64_t wire = WireBytes(plan, src, dst, shape.itemBytes) * ring.items;
-        m_world->StartTransfer(Time(0), src, dst, wire, c,
+        m_world->StartTransfer(Time(0), src, dst, wire, c, false,
                                [this, seq, e]() { RingFlowDelivered(seq, e); });
     }
     NS_LOG_INFO("comm " << m_id << " seq " << seq << ": ring as " << C * n << " edge flows");

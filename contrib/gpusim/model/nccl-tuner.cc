@@ -458,7 +458,11 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
         // hops, several times faster than the busiest (NIC) link that loadSec measures; a
         // third of the busiest link's chunk time per step matches the executed trees on
         // 4 and 16 x dgx-h100 (doc/design.md).
-        fill += L.depth / TreeChunks(double(bytes) / channels, m_chunkBytes) / 3.0;
+        // LL streams its lines through the depth (StreamedTreeChunks).
+        const double perTree = double(bytes) / channels;
+        fill += L.depth /
+                (proto == "ll" ? StreamedTreeChunks(perTree) : TreeChunks(perTree, m_chunkBytes)) /
+                3.0;
     }
     else if (algo == "chain")
     {

@@ -16,6 +16,13 @@ NetworkBackend::GetTypeId()
 
 NetworkBackend::~NetworkBackend() = default;
 
+void
+NetworkBackend::StartStreamedTransfer(uint64_t id, uint32_t srcGpu, uint32_t dstGpu,
+                                      uint64_t bytes, uint64_t flowKey, DeliveredCallback done)
+{
+    StartTransfer(id, srcGpu, dstGpu, bytes, flowKey, std::move(done));
+}
+
 std::string
 NetworkBackend::StatsJson() const
 {

@@ -29,7 +29,8 @@ struct TransferRecord
     uint32_t dstGpu = 0;
     uint64_t bytes = 0;
     Time start;     //!< when StartTransfer was called
-    Time delivered; //!< when the last byte arrived at dstGpu
+    Time delivered;        //!< when the last byte arrived at dstGpu
+    bool streamed = false; //!< started by StartStreamedTransfer
 };
 
 class NetworkBackend : public Object
@@ -49,6 +50,13 @@ class NetworkBackend : public Object
     /// at the same simulated time, callbacks run in increasing id order.
     virtual void StartTransfer(uint64_t id, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes,
                                uint64_t flowKey, DeliveredCallback done) = 0;
+
+    /// Like StartTransfer, for bytes that continue a stream on the same path whose earlier
+    /// transfer has just been delivered (LL lines following each other): the stream paid the
+    /// path's latency once, so a backend that models latency as a delay may deliver these when
+    /// drained. The base version is StartTransfer (packets pay their own latency).
+    virtual void StartStreamedTransfer(uint64_t id, uint32_t srcGpu, uint32_t dstGpu,
+                                       uint64_t bytes, uint64_t flowKey, DeliveredCallback done);
 
     /// Transfers started but not yet delivered (for stuck-run reports).
     virtual std::vector<TransferRecord> InFlight() const = 0;

@@ -493,6 +493,72 @@ TEST_F(Collectives, LlIsCappedAtTheGenerationsBusBandwidth)
     EXPECT_LT(a, 87.7);
 }
 
+TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
+{
+    // 8-byte AllReduce on dgx-h100 (1, 2 and 4 servers of 8 GPUs), every algorithm and
+    // protocol forced: the time is NCCL 2.26's tuning constants (src/graph/tuning.cc, as
+    // cluster-spec.cc quotes them) along the algorithm's dependency depth; the bytes add
+    // nanoseconds. Doubling any latency constant of the preset moves some case by >= 0.6 us.
+    //   baseLat   Tree {LL 6.8, LL128 14.0, Simple 8.4}, Ring {6.6, 14.0, 8.4}
+    //   NVLink    Tree {0.6, 1.25, 4.0}, Ring {0.6, 1.9, 3.4}; NVLS 25 = launch 11.4 + 4
+    //             dependent stages x 3.4
+    //   network   Tree {5.0, 8.5, 14}, Ring {2.7, 4.0, 14}, NVLSTree 14 (NVLS's 18 is for NVLS
+    //             across servers, which needs CollNet and is never offered)
+    // Depths: one server's ring 2(n-1) = 14 NVLink steps; its tree a chain, 7 up + 7 down.
+    // Across S servers the tree is 2 x (7 NVLink + log2 S network) steps, NVLSTree's the 4
+    // NVLS stages + 2 log2 S network steps. A ring across servers pays the network step on all
+    // 2(n-1) steps: its crossing connection carries every step after the last (one transfer
+    // in flight per connection), where NCCL's estimate counts 2(S-1) network steps only
+    // (doc/validation.md, "What still differs").
+    struct Case
+    {
+        uint32_t servers;
+        const char* algo;
+        const char* proto;
+        double us;
+    };
+    const Case cases[] = {
+        {1, "ring", "ll", 6.6 + 14 * 0.6},
+        {1, "ring", "ll128", 14.0 + 14 * 1.9},
+        {1, "ring", "simple", 8.4 + 14 * 3.4},
+        {1, "tree", "ll", 6.8 + 14 * 0.6},
+        {1, "tree", "ll128", 14.0 + 14 * 1.25},
+        {1, "tree", "simple", 8.4 + 14 * 4.0},
+        {1, "nvls", "simple", 11.4 + 4 * 3.4},
+        {2, "tree", "ll", 6.8 + 2 * (7 * 0.6 + 5.0)},
+        {2, "tree", "ll128", 14.0 + 2 * (7 * 1.25 + 8.5)},
+        {2, "tree", "simple", 8.4 + 2 * (7 * 4.0 + 14.0)},
+        {2, "ring", "ll", 6.6 + 30 * 2.7},
+        {2, "ring", "ll128", 14.0 + 30 * 4.0},
+        {2, "ring", "simple", 8.4 + 30 * 14.0},
+        {2, "nvlstree", "simple", 11.4 + 4 * 3.4 + 2 * 14.0},
+        {4, "tree", "ll", 6.8 + 2 * (7 * 0.6 + 2 * 5.0)},
+        {4, "nvlstree", "simple", 11.4 + 4 * 3.4 + 2 * 2 * 14.0},
+    };
+    for (const Case& c : cases)
+    {
+        const CollectiveRecord r = RunRecord(Preset("dgx-h100", c.servers), 8, 0, c.algo, c.proto);
+        EXPECT_EQ(r.plan.algo, c.algo);
+        EXPECT_NEAR(DurationUs(r), c.us, 0.02)
+            << c.servers << " servers " << c.algo << "/" << c.proto;
+        Simulator::Destroy();
+    }
+}
+
+TEST_F(Collectives, LlTreeStreamsThroughItsDepth)
+{
+    // LL forwards each line as its flag arrives (4 KiB passes), so a tree's bytes cross its
+    // 16-step depth about once: 2 x dgx-h100, tree/LL, 64 KiB costs the 8-byte latency (25.2
+    // us) plus a few microseconds, not the 16 store-and-forward hops of whole 4 KiB-per-tree
+    // messages at LL's rate (39.9 us before streaming).
+    const double small = DurationUs(RunRecord(Preset("dgx-h100", 2), 8, 0, "tree", "ll"));
+    Simulator::Destroy();
+    const double mid = DurationUs(RunRecord(Preset("dgx-h100", 2), 64 << 10, 0, "tree", "ll"));
+    EXPECT_NEAR(small, 25.2, 0.02);
+    EXPECT_GT(mid, small + 2.0);
+    EXPECT_LT(mid, small + 6.0);
+}
+
 TEST_F(Collectives, TunerEstimateTracksTheExecutedTime)
 {
     // The tuner picks by its closed-form estimate; it must stay close to what the step graph

@@ -286,18 +286,21 @@ TEST_F(NcclModel, PlannerPicksTheCheapestPlanOnEitherSideOfEachCrossover)
     // Tree: 2 trees. Tree 0: 0->{1,2}, 1->{3,4}, 2->{5,6}, 3->{7}; tree 1 mirrored (s -> 7-s).
     //   Depth 3 each way -> 6. Every tree edge carries S/2 both ways; a node's uplink carries
     //   one flow per incident edge: degrees (tree 0 + tree 1) are 3,4,4,3,3,4,4,3 -> busiest
-    //   link 4 x S/2 = 2 S. Fill = 1 + 6 / chunks / 3, chunks = ceil(S/2 / 256 KiB) (1 below
-    //   512 KiB -> fill 3):
+    //   link 4 x S/2 = 2 S. Fill = 1 + 6 / chunks / 3: Simple and LL128 pipeline chunks of
+    //   256 KiB, chunks = ceil(S/2 / 256 KiB) (1 below 512 KiB -> fill 3); LL streams passes of
+    //   4 KiB, chunks = ceil(S/2 / 4 KiB) = ceil(S / 8192):
     //   tree(p) = base + 6 (step + 4) + 2 S / (12500 factor) x fill
-    //   Simple 50 + ..., LL128 37.2 + ..., LL 31.6 + ...
-    // Crossovers (solving the linear pieces):
-    //   tree/LL = tree/LL128:   31.6 + 6 S/6250 = 37.2 + 6 S/11132.8125      -> S = 13300
-    //   tree/LL128 = ring/LL128: 37.2 + 6 S/11132.8125 = 78.8 + 1.75 S/11132.8125
-    //                                                                     -> S = 108970.6
+    //   Simple 50 + ..., LL128 37.2 + 6 S / 11132.8125 (below 512 KiB),
+    //   LL 31.6 + 2 S / 6250 x (1 + 2 / ceil(S / 8192))
+    // Crossovers (solving the pieces):
+    //   tree/LL is below tree/LL128 at every size (at S <= 8192 31.6 + 0.00096 S against
+    //   37.2 + 0.000539 S; above, LL's fill falls towards 1).
+    //   tree/LL = ring/LL128 where 31.6 + 0.00032 S (1 + 2/c) = 78.8 + 1.75 S / 11132.8125 with
+    //   c = ceil(S / 8192) = 32                                           -> S = 258196
     //   ring/LL128 = ring/Simple: 78.8 + 1.75 S/11132.8125 = 106 + 1.75 S/11875
     //                                                                     -> S = 2768571.4
     //   (tree/Simple, ring/LL and the other pairs are never the cheapest in between.)
-    // Sizes ~3 % either side of each crossover, with the winner's estimate:
+    // Sizes ~3 % either side of the crossovers, with the winner's estimate:
     const double a = 12500 * kLl128.factor; // 11132.8125
     const struct
     {
@@ -306,12 +309,12 @@ TEST_F(NcclModel, PlannerPicksTheCheapestPlanOnEitherSideOfEachCrossover)
         const char* proto;
         double estimateUs;
     } cases[] = {
-        {12900, "tree", "ll", 31.6 + 6 * 12900 / 6250.0},                  // 43.984
-        {13700, "tree", "ll128", 37.2 + 6 * 13700 / a},                    // 44.584
-        {105000, "tree", "ll128", 37.2 + 6 * 105000 / a},                  // 93.789
-        {113000, "ring", "ll128", 78.8 + 1.75 * 113000 / a},               // 96.563
-        {2690000, "ring", "ll128", 78.8 + 1.75 * 2690000 / a},             // 501.649
-        {2850000, "ring", "simple", 106 + 1.75 * 2850000 / 11875.0},       // 526.0
+        {12900, "tree", "ll", 31.6 + 2 * 12900 / 6250.0 * 2},                // 39.856, c = 2
+        {200000, "tree", "ll", 31.6 + 2 * 200000 / 6250.0 * (1 + 2 / 25.0)}, // 100.72
+        {250000, "tree", "ll", 31.6 + 2 * 250000 / 6250.0 * (1 + 2 / 31.0)}, // 116.761
+        {266000, "ring", "ll128", 78.8 + 1.75 * 266000 / a},                 // 120.613
+        {2690000, "ring", "ll128", 78.8 + 1.75 * 2690000 / a},               // 501.649
+        {2850000, "ring", "simple", 106 + 1.75 * 2850000 / 11875.0},         // 526.0
     };
     for (const auto& c : cases)
     {
@@ -321,7 +324,8 @@ TEST_F(NcclModel, PlannerPicksTheCheapestPlanOnEitherSideOfEachCrossover)
         EXPECT_NEAR(r.plan.estimateUs, c.estimateUs, 1e-6 * c.estimateUs) << c.bytes << " bytes";
     }
     // The crossovers themselves, from the constants (guards the arithmetic above).
-    EXPECT_NEAR(5.6 / (6 / 6250.0 - 6 / a), 13300, 1e-6);
-    EXPECT_NEAR(41.6 / (4.25 / a), 108970.588, 1e-3);
+    const double treeLlRingLl128 = 47.2 / (2 / 6250.0 * (1 + 2 / 32.0) - 1.75 / a);
+    EXPECT_NEAR(treeLlRingLl128, 258196, 1);
+    EXPECT_EQ(std::ceil(treeLlRingLl128 / 8192), 32);
     EXPECT_NEAR(27.2 / (1.75 / a - 1.75 / 11875), 2768571.43, 1e-2);
 }

@@ -51,7 +51,7 @@ TEST(ValidationExtra, ClusterFromHardwareReadsTheExtraTables)
 {
     // The hardware texts of test/data/nccl-tests/published-extra.json, copied. AWS p5: 32 x
     // 100 Gb/s EFA for 8 GPUs is folded into 8 NICs of 4 x 100 = 400 Gb/s (same bandwidth per
-    // GPU); the others are read as written.
+    // GPU), OCI's 16 x 100 Gb/s RoCE into 8 x 200; the others are read as written.
     struct Case
     {
         const char* text;
@@ -77,6 +77,31 @@ TEST(ValidationExtra, ClusterFromHardwareReadsTheExtraTables)
         {"1 node, 8 x A100 with NVLink (NVSwitch; 600 GB/s bidirectional, 300 GB/s each way per "
          "GPU), one process driving 8 GPUs (-g 8); NCCL version not printed",
          "dgx-a100", 1, 8, 8, 200},
+        {"2 nodes (2 of an 8-node cluster), 8 x H100 80GB HBM3 each, 8 x 400 Gb/s InfiniBand per"
+         " node (the user confirms an IB 400G network and calls ~400 GB/s busbw its limit); 16 r"
+         "anks (busbw/algbw = 1.875); all_reduce_perf -b 1M -e 8G -f 2 -g 1, 8 ranks per node, n"
+         "o NCCL_* variables (the command is printed for the 4-node run, mpirun -np 32 -N 8 ... "
+         "-x LD_LIBRARY_PATH; the 8- and 2-node runs are described as the same test); NCCL versi"
+         "on not printed",
+         "dgx-h100", 2, 8, 8, 400},
+        {"4 nodes (4 of an 8-node cluster), 8 x H100 80GB HBM3 each, 8 x 400 Gb/s InfiniBand per"
+         " node; 32 ranks (busbw/algbw = 1.9375); all_reduce_perf -b 1M -e 8G -f 2 -g 1, 8 ranks"
+         " per node, no NCCL_* variables (the command is printed for the 4-node run, mpirun -np "
+         "32 -N 8 ... -x LD_LIBRARY_PATH; the 8- and 2-node runs are described as the same test)"
+         "; NCCL version not printed",
+         "dgx-h100", 4, 8, 8, 400},
+        {"8 nodes, 8 x H100 80GB HBM3 each, 8 x 400 Gb/s InfiniBand per node; 64 ranks (busbw/al"
+         "gbw = 1.96875); all_reduce_perf -b 1M -e 8G -f 2 -g 1, 8 ranks per node, no NCCL_* var"
+         "iables (the command is printed for the 4-node run, mpirun -np 32 -N 8 ... -x LD_LIBRAR"
+         "Y_PATH; the 8- and 2-node runs are described as the same test); NCCL version not print"
+         "ed",
+         "dgx-h100", 8, 8, 8, 400},
+        {"2 nodes (OCI bare metal, Kubernetes MPI job), 8 x A100-SXM4-40GB each, 16 x 100 Gb/s R"
+         "oCE v2 RDMA per node (16 RDMA virtual functions per node per the README); 16 ranks (bu"
+         "sbw/algbw = 1.875); NCCL 2.19.3 (tag of the manifest's nccl-tests image); env NCCL_CRO"
+         "SS_NIC=1, NCCL_IB_QPS_PER_CONNECTION=4, NCCL_IB_GID_INDEX=3, NCCL_IB_TC=41, NCCL_IB_SL"
+         "=0, NCCL_IB_HCA=mlx5, NCCL_TOPO_FILE; no algorithm, protocol or channel settings",
+         "dgx-a100", 2, 8, 8, 200},
         // Folding only applies to whole multiples; 12 NICs for 8 GPUs cannot be shared evenly.
     };
     for (const auto& c : cases)
@@ -92,7 +117,7 @@ TEST(ValidationExtra, ClusterFromHardwareReadsTheExtraTables)
                  std::runtime_error);
     // The file itself parses with those clusters (no table carries a "cluster" object).
     const auto tables = gpusim::ReadValidationTables(kExtraFile, 0, ~uint64_t(0), "");
-    ASSERT_EQ(tables.size(), 6u);
+    ASSERT_EQ(tables.size(), 10u);
     for (const auto& t : tables)
     {
         EXPECT_EQ(t.clusterFrom, "hardware text") << t.id;
@@ -193,7 +218,7 @@ TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
     {
         byId[std::string(std::string_view(t["id"]))] = t;
     }
-    ASSERT_EQ(byId.size(), 6u) << out.str();
+    ASSERT_EQ(byId.size(), 10u) << out.str();
     auto rowsOf = [&](const std::string& id) {
         std::vector<std::pair<uint64_t, double>> r;
         for (simdjson::dom::element row : byId.at(id)["rows"].get_array())
