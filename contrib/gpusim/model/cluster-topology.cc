@@ -260,6 +260,36 @@ ClusterTopology::LocalIndex(uint32_t gpu) const
     return m_gpuLocal[gpu];
 }
 
+uint32_t
+ClusterTopology::RailPeer(uint32_t srcGpu, uint32_t dstGpu) const
+{
+    CheckGpu(srcGpu);
+    CheckGpu(dstGpu);
+    const uint32_t server = m_gpuServer[srcGpu];
+    if (server == m_gpuServer[dstGpu] || m_gpuNic[dstGpu] == UINT32_MAX)
+    {
+        return srcGpu;
+    }
+    const uint32_t rail = m_vertices[m_gpuNic[dstGpu]].index;
+    auto onRail = [&](uint32_t g) {
+        return m_gpuNic[g] != UINT32_MAX && m_vertices[m_gpuNic[g]].index == rail;
+    };
+    if (onRail(srcGpu))
+    {
+        return srcGpu;
+    }
+    // GPU numbers are server-major: the server's GPUs follow its first.
+    for (uint32_t g = srcGpu - m_gpuLocal[srcGpu]; g < m_gpuServer.size() && m_gpuServer[g] == server;
+         ++g)
+    {
+        if (onRail(g))
+        {
+            return g;
+        }
+    }
+    return srcGpu;
+}
+
 const std::vector<TopoVertex>&
 ClusterTopology::Vertices() const
 {

@@ -78,6 +78,10 @@ class ClusterTopology : public Object
     uint32_t ServerOf(uint32_t gpu) const;
     uint32_t NicOf(uint32_t gpu) const; //!< NIC vertex used by this GPU for inter-server traffic
     uint32_t LocalIndex(uint32_t gpu) const; //!< GPU index inside its server
+    /// The GPU of srcGpu's server whose NIC has the local index of dstGpu's NIC (on a rail
+    /// fabric: the NIC on dstGpu's rail); srcGpu itself when its own NIC has that index, when
+    /// both GPUs share a server or when no GPU of its server uses such a NIC.
+    uint32_t RailPeer(uint32_t srcGpu, uint32_t dstGpu) const;
     const std::vector<TopoVertex>& Vertices() const;
     const std::vector<TopoLink>& Links() const;
     const std::vector<uint32_t>& OutLinks(uint32_t vertex) const;

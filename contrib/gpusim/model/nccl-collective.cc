@@ -147,9 +147,30 @@ Communicator::Send(const CollectivePlan& plan,
 {
     const uint32_t src = Endpoint(fromNode);
     const uint32_t dst = Endpoint(toNode);
-    m_world->StartTransfer(StepDelay(plan, src, dst, start != StepStart::Fresh), src, dst,
-                           WireBytes(plan, src, dst, payloadBytes), flowKey,
-                           start == StepStart::Streamed, std::move(delivered));
+    const bool pipelined = start != StepStart::Fresh;
+    const bool streamed = start == StepStart::Streamed;
+    const uint32_t proxy = plan.pxn ? m_world->GetTopology()->RailPeer(src, dst) : src;
+    if (proxy == src)
+    {
+        m_world->StartTransfer(StepDelay(plan, src, dst, pipelined), src, dst,
+                               WireBytes(plan, src, dst, payloadBytes), flowKey, streamed,
+                               std::move(delivered));
+        return;
+    }
+    // PXN: over NVLink to the GPU on the peer's rail, then out of its NIC. NCCL pipelines the
+    // relay in chunks of 128 KiB (NCCL_P2P_NET_CHUNKSIZE), so both legs carry the bytes at
+    // once, each on its own links; the transfer is in when both are.
+    auto legs = std::make_shared<std::pair<int, std::function<void()>>>(2, std::move(delivered));
+    auto legDone = [legs]() {
+        if (--legs->first == 0)
+        {
+            legs->second();
+        }
+    };
+    m_world->StartTransfer(StepDelay(plan, src, proxy, pipelined), src, proxy,
+                           WireBytes(plan, src, proxy, payloadBytes), flowKey, streamed, legDone);
+    m_world->StartTransfer(StepDelay(plan, proxy, dst, pipelined), proxy, dst,
+                           WireBytes(plan, proxy, dst, payloadBytes), flowKey, streamed, legDone);
 }
 
 uint64_t
@@ -317,7 +338,15 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
                                      StepStart start, std::function<void()> delivered) {
         if (sent && bytes > 0)
         {
-            ++(*sent)[{Endpoint(from), Endpoint(to), key}];
+            // Both legs of a PXN relay (Send), so the op's links are all known.
+            const uint32_t src = Endpoint(from);
+            const uint32_t dst = Endpoint(to);
+            const uint32_t proxy = plan.pxn ? m_world->GetTopology()->RailPeer(src, dst) : src;
+            if (proxy != src)
+            {
+                ++(*sent)[{src, proxy, key}];
+            }
+            ++(*sent)[{proxy, dst, key}];
         }
         Send(plan, from, to, bytes, key, start, std::move(delivered));
     };
@@ -643,6 +672,14 @@ NcclWorld::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_pipelineDepth),
                           MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("Pxn",
+                          "Point-to-point traffic (AllToAll, Send/Recv) to a GPU of another "
+                          "server crosses NVLink to the local GPU on the peer's rail and leaves "
+                          "through that GPU's NIC, so it stays under one rail's leaf (NCCL's "
+                          "PXN, on by default since NCCL 2.12; NCCL_PXN_DISABLE=1 turns it off)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&NcclWorld::m_pxn),
+                          MakeBooleanChecker())
             .AddAttribute("Fidelity",
                           "chunk: every collective runs chunk by chunk through the backend. "
                           "collective: an op that already ran alone on its links (flow "
@@ -802,6 +839,12 @@ NcclWorld::StartTransfer(Time delay, uint32_t srcGpu, uint32_t dstGpu, uint64_t 
         Simulator::Schedule(delay, &NcclWorld::LaunchDeferred, this, at);
     }
     batch.push_back(slot);
+}
+
+bool
+NcclWorld::IsPxn() const
+{
+    return m_pxn;
 }
 
 const gpusim::NcclCalibration&

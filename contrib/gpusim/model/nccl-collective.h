@@ -69,6 +69,9 @@ struct CollectivePlan
     uint32_t pipelineDepth = 1;
     uint64_t chunkBytes = 0; //!< largest bytes one step moves on one channel
     uint32_t loops = 1;      //!< NVLS/NVLSTree: loops the data is cut into
+    /// Point-to-point traffic (AllToAll, Send/Recv) between servers leaves through the NIC on
+    /// the peer's rail, reached over NVLink (NCCL's PXN)
+    bool pxn = false;
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };
 
@@ -382,6 +385,8 @@ class NcclWorld : public Object
     };
     /// Fidelity=collective with RingFlows: isolated ring collectives run as edge flows.
     bool IsRingFlows() const;
+    /// Pxn attribute: NCCL relays point-to-point traffic through the GPU on the peer's rail.
+    bool IsPxn() const;
     /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
     uint32_t GetNvlsTrialLoops() const;
     const FidelityStats& GetFidelityStats() const;
@@ -448,6 +453,7 @@ class NcclWorld : public Object
     uint32_t m_channels;      //!< 0 = one per member GPU of a server across servers, else 1
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
+    bool m_pxn;
     std::string m_fidelity;              //!< chunk | collective
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows

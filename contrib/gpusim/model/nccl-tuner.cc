@@ -189,6 +189,19 @@ class LoadBuilder
         AddEndpoints(m_comm.GpuOf(fromRank), m_comm.GpuOf(toRank), flowKey, b);
     }
 
+    /// Point-to-point bytes: through the GPU on the peer's rail when NCCL relays them (PXN).
+    void AddP2p(uint32_t fromRank, uint32_t toRank, uint64_t flowKey, double b)
+    {
+        const uint32_t src = m_comm.GpuOf(fromRank);
+        const uint32_t dst = m_comm.GpuOf(toRank);
+        const uint32_t proxy = m_world.IsPxn() ? m_topo->RailPeer(src, dst) : src;
+        if (proxy != src)
+        {
+            AddEndpoints(src, proxy, flowKey, b);
+        }
+        AddEndpoints(proxy, dst, flowKey, b);
+    }
+
     bool Crosses(uint32_t a, uint32_t b) const
     {
         return m_topo->ServerOf(m_comm.GpuOf(a)) != m_topo->ServerOf(m_comm.GpuOf(b));
@@ -315,7 +328,7 @@ AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std
             {
                 if (i != j)
                 {
-                    lb.Add(i, j, i, S / n);
+                    lb.AddP2p(i, j, i, S / n);
                 }
             }
         }
@@ -323,7 +336,7 @@ AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std
     }
     else if (algo == "p2p")
     {
-        lb.Add(0, n > 1 ? 1 : 0, 0, S);
+        lb.AddP2p(0, n > 1 ? 1 : 0, 0, S);
         depth = 1;
     }
     else
@@ -559,6 +572,7 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     if (kind == CollKind::Send || kind == CollKind::Recv || kind == CollKind::AllToAll)
     {
         plan.channels = 1;
+        plan.pxn = m_pxn;
     }
     const std::vector<std::string> algos = CandidateAlgorithms(kind, comm);
     std::vector<std::string> protos;

@@ -193,6 +193,23 @@ TEST(ClusterTopology, GpusShareNics)
     }
 }
 
+TEST(ClusterTopology, RailPeerIsTheLocalGpuOnThePeersNic)
+{
+    // SmallSpec: 4 servers x 8 GPUs. One NIC per GPU: the peer's local index. Two NICs per
+    // server: GPUs 0-3 use NIC 0, 4-7 NIC 1, so the first GPU on the peer's NIC.
+    ClusterSpec s = SmallSpec("rail");
+    auto t = Build(s);
+    EXPECT_EQ(t->RailPeer(3, 8 + 5), 5u);   // server 0 GPU 3 -> server 1 GPU 5: via GPU 5
+    EXPECT_EQ(t->RailPeer(3, 16 + 3), 3u);  // same rail: itself
+    EXPECT_EQ(t->RailPeer(3, 6), 3u);       // same server: itself
+    EXPECT_EQ(t->RailPeer(25, 2), 24u + 2); // server 3 GPU 1 -> server 0 GPU 2: via GPU 26
+    s.nicsPerServer = 2;
+    auto shared = Build(s);
+    EXPECT_EQ(shared->RailPeer(1, 8 + 6), 4u); // NIC 1's first GPU
+    EXPECT_EQ(shared->RailPeer(5, 8 + 6), 5u); // already on NIC 1
+    EXPECT_EQ(shared->RailPeer(6, 8 + 2), 0u); // NIC 0's first GPU
+}
+
 TEST(ClusterTopology, EcmpSpreadsFlowsOverSpinesDeterministically)
 {
     ClusterSpec s = SmallSpec("leaf-spine");

@@ -1,6 +1,8 @@
 // NCCL collectives on the flow backend: closed forms, algorithm orderings, skew, overlap,
 // P2P and stuck-run reports.
+#include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
+#include "ns3/config.h"
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -557,6 +559,27 @@ TEST_F(Collectives, LlTreeStreamsThroughItsDepth)
     EXPECT_NEAR(small, 25.2, 0.02);
     EXPECT_GT(mid, small + 2.0);
     EXPECT_LT(mid, small + 6.0);
+}
+
+TEST_F(Collectives, AllToAllLeavesThroughThePeersRail)
+{
+    // 2 x dgx-h100, AllToAll of 1 GiB per rank (64 MiB to each of 16 ranks). With PXN every
+    // byte to the other server crosses NVLink to the local GPU on the peer's rail and leaves
+    // through that GPU's NIC: each NIC carries 8 sources x 64 MiB = S/2 per direction, at
+    // 400 Gb/s x 47/50 (the preset's NIC efficiency): 536870912 / 47e9 = 11423 us, plus
+    // microseconds of latency; NVLink carries 14 x 64 MiB per GPU at 370 GB/s (2.5 ms) in
+    // parallel. Without PXN 7 of 8 remote flows cross the spines, where per-flow ECMP piles
+    // some onto one link, so the same exchange is slower.
+    const auto h2 = Preset("dgx-h100", 2);
+    const CollectiveRecord pxn = RunRecord(h2, 1ull << 30, 0, "auto", "auto", CollKind::AllToAll);
+    EXPECT_TRUE(pxn.plan.pxn);
+    EXPECT_NEAR(DurationUs(pxn), 536870912 / 47e3, 30.0);
+    Config::SetDefault("ns3::NcclWorld::Pxn", BooleanValue(false));
+    const CollectiveRecord direct =
+        RunRecord(h2, 1ull << 30, 0, "auto", "auto", CollKind::AllToAll);
+    Config::SetDefault("ns3::NcclWorld::Pxn", BooleanValue(true));
+    EXPECT_FALSE(direct.plan.pxn);
+    EXPECT_GT(DurationUs(direct), 1.2 * DurationUs(pxn));
 }
 
 TEST_F(Collectives, TunerEstimateTracksTheExecutedTime)
