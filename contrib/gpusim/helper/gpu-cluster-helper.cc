@@ -148,16 +148,35 @@ GpuClusterHelper::BuildTopology() const
                 topo->AddDuplexLink(nicVertex[j], leaves[leaf], nicBps, lat, TopoLinkKind::Nic);
             }
         }
-        for (uint32_t p = 0; p < nSpines; ++p)
+        if (s.routing == "adaptive" && nSpines > 0)
         {
-            const uint32_t spine = topo->AddVertex(MakeSwitch(2, p, "spine"));
+            // Adaptive routing sends each packet to the least loaded of the equal uplinks, so the
+            // spines share every flow: the spine layer acts as one switch whose port to each
+            // leaf carries the leaf's whole uplink capacity (nSpines links). Per-flow hashing
+            // (ecmp, dmodk) keeps the spines apart and can pile flows onto one link.
+            const uint32_t spine = topo->AddVertex(MakeSwitch(2, 0, "spine"));
             for (uint32_t leaf : leaves)
             {
-                topo->AddDuplexLink(leaf, spine, nicBps, lat, TopoLinkKind::Fabric);
+                topo->AddDuplexLink(leaf, spine, nicBps * nSpines, lat, TopoLinkKind::Fabric);
+            }
+        }
+        else
+        {
+            for (uint32_t p = 0; p < nSpines; ++p)
+            {
+                const uint32_t spine = topo->AddVertex(MakeSwitch(2, p, "spine"));
+                for (uint32_t leaf : leaves)
+                {
+                    topo->AddDuplexLink(leaf, spine, nicBps, lat, TopoLinkKind::Fabric);
+                }
             }
         }
         desc << ", " << nLeaves << (nLeaves == 1 ? " leaf, " : " leaves, ") << nSpines
              << (nSpines == 1 ? " spine" : " spines");
+        if (s.routing != "ecmp" && nSpines > 0)
+        {
+            desc << " (" << s.routing << " routing)";
+        }
     }
     else // fat-tree
     {
@@ -216,6 +235,7 @@ GpuClusterHelper::BuildTopology() const
              << cores.size() << " cores)";
     }
     topo->SetDescription(desc.str());
+    topo->SetRouting(s.routing == "dmodk" ? "dmodk" : "ecmp");
     topo->SetNcclCalibration(s.nccl);
     NS_LOG_INFO("built " << desc.str() << ": " << topo->Vertices().size() << " vertices, "
                          << topo->Links().size() << " directed links");

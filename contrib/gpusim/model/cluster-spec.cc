@@ -140,6 +140,11 @@ LookupClusterPreset(const std::string& name, ClusterSpec& out)
         s.nvlinkGBps = 450; // NVLink4: 900 GB/s bidirectional per GPU
         s.pcieGBps = 64;    // PCIe Gen5 x16
         s.fabric = "rail";
+        // InfiniBand with adaptive routing: the subnet manager enables it on the switches
+        // (NVIDIA InfiniBand Cluster Bring-up Procedure, "Adaptive Routing": on by default in
+        // opensm.conf, routing engine ar_updn) and NCCL uses it on IB by default
+        // (NCCL_IB_ADAPTIVE_ROUTING, default 1 on InfiniBand, 0 on RoCE).
+        s.routing = "adaptive";
         s.nvlinkLatencyUs = kNvlinkHopUs;
         s.linkLatencyUs = kNetHopUs;
         s.nccl = HopperCalibration(name);
@@ -157,6 +162,11 @@ LookupClusterPreset(const std::string& name, ClusterSpec& out)
         s.nvlinkGBps = 300; // NVLink3: 600 GB/s bidirectional per GPU
         s.pcieGBps = 32;    // PCIe Gen4 x16
         s.fabric = "rail";
+        // InfiniBand with adaptive routing: the subnet manager enables it on the switches
+        // (NVIDIA InfiniBand Cluster Bring-up Procedure, "Adaptive Routing": on by default in
+        // opensm.conf, routing engine ar_updn) and NCCL uses it on IB by default
+        // (NCCL_IB_ADAPTIVE_ROUTING, default 1 on InfiniBand, 0 on RoCE).
+        s.routing = "adaptive";
         s.nvlinkLatencyUs = kNvlinkHopUs;
         s.linkLatencyUs = kNetHopUs;
         s.nccl = AmpereCalibration(name);
@@ -224,6 +234,10 @@ ValidateClusterSpec(const ClusterSpec& s)
     {
         fail("oversubscription must be >= 1");
     }
+    if (s.routing != "ecmp" && s.routing != "dmodk" && s.routing != "adaptive")
+    {
+        fail("unknown routing '" + s.routing + "' (ecmp, dmodk, adaptive)");
+    }
     if (s.nicsPerLeaf == 0)
     {
         fail("nicsPerLeaf must be >= 1");
@@ -285,6 +299,7 @@ class SpecReader : public YamlFieldReader
             {"fabric", [&](auto& v, auto& k) { spec.fabric = Scalar(v, k); }},
             {"oversubscription", [&](auto& v, auto& k) { spec.oversubscription = Number(v, k); }},
             {"nicsperleaf", [&](auto& v, auto& k) { spec.nicsPerLeaf = Unsigned(v, k); }},
+            {"routing", [&](auto& v, auto& k) { spec.routing = Scalar(v, k); }},
             {"linklatencyus", [&](auto& v, auto& k) { spec.linkLatencyUs = Number(v, k); }},
             {"nvlinklatencyus", [&](auto& v, auto& k) { spec.nvlinkLatencyUs = Number(v, k); }},
             {"nvlinkefficiency",
@@ -316,7 +331,7 @@ class SpecReader : public YamlFieldReader
                 Fail(kv.first.Mark(),
                      "unknown key '" + key +
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
-                         "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, "
+                         "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, "
                          "linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
                          "nvlsEfficiency)");
             }

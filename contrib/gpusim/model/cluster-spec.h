@@ -29,6 +29,11 @@ struct ClusterSpec
     std::string fabric = "rail"; //!< single-switch | leaf-spine | fat-tree | rail
     double oversubscription = 1; //!< leaf downlink : uplink capacity ratio (leaf-spine, rail)
     uint32_t nicsPerLeaf = 32;   //!< leaf/edge downlinks (leaf-spine; rail: servers per rail leaf)
+    /// Uplink choice among equal-cost paths: "ecmp" (per-flow hash), "dmodk" (destination mod
+    /// k, InfiniBand fat-tree routing; ClusterTopology::SetRouting) or "adaptive" (adaptive
+    /// routing / spraying: leaf-spine and rail fabrics get one spine port per leaf carrying all
+    /// of the leaf's uplink capacity).
+    std::string routing = "ecmp";
     double linkLatencyUs = 1.0;  //!< per fabric/NIC hop (incl. GPU<->NIC) propagation+switching
     double nvlinkLatencyUs = 0.5; //!< per NVLink hop (GPU<->NVSwitch)
     /// The NCCL model's per-generation numbers (achievable link efficiencies, NVLS, protocol

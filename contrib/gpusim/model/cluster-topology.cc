@@ -69,6 +69,31 @@ PickAmong(const std::vector<uint32_t>& ids, uint64_t flowHash, uint32_t vertex, 
     return kUnset;
 }
 
+/// The k-th (0-based) id in `ids` that satisfies `ok`, k taken modulo how many do.
+template <typename Pred>
+uint32_t
+PickNth(const std::vector<uint32_t>& ids, uint64_t k, Pred ok)
+{
+    size_t n = 0;
+    for (uint32_t id : ids)
+    {
+        n += ok(id) ? 1 : 0;
+    }
+    if (n == 0)
+    {
+        return kUnset;
+    }
+    k %= n;
+    for (uint32_t id : ids)
+    {
+        if (ok(id) && k-- == 0)
+        {
+            return id;
+        }
+    }
+    return kUnset;
+}
+
 } // namespace
 
 TypeId
@@ -157,6 +182,16 @@ void
 ClusterTopology::SetDescription(const std::string& d)
 {
     m_description = d;
+}
+
+void
+ClusterTopology::SetRouting(const std::string& routing)
+{
+    if (routing != "ecmp" && routing != "dmodk")
+    {
+        throw std::invalid_argument("unknown routing '" + routing + "' (ecmp, dmodk)");
+    }
+    m_dmodk = routing == "dmodk";
 }
 
 void
@@ -463,15 +498,52 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
             throw noPath("fabric does not connect " + m_vertices[srcNic].name + " and " +
                          m_vertices[dstNic].name);
         }
+        // D-mod-K: the destination's key is its NIC's position among its leaf's NICs, offset
+        // by the leaf's index; each level of uplinks takes the next digit (mod its fan-out).
+        uint64_t dstKey = 0;
+        uint64_t divisor = 1;
+        if (m_dmodk && attach != kUnset && single)
+        {
+            uint64_t pos = 0;
+            uint64_t down = 0;
+            for (uint32_t l : m_out[attach])
+            {
+                const uint32_t v = m_links[l].to;
+                if (m_vertices[v].type == TopoVertexType::Nic)
+                {
+                    if (v == dstNic)
+                    {
+                        pos = down;
+                    }
+                    ++down;
+                }
+            }
+            dstKey = pos + uint64_t(m_vertices[attach].index) * down;
+        }
         uint32_t cur = srcNic;
         while (cur != target)
         {
             const uint32_t want = dist[cur] - 1;
-            const uint32_t l = PickAmong(m_out[cur], flowHash, cur, [&](uint32_t id) {
+            auto ok = [&](uint32_t id) {
                 const uint32_t v = m_links[id].to;
                 const bool forwards = m_vertices[v].type == TopoVertexType::Switch || v == target;
                 return forwards && dist[v] == want;
-            });
+            };
+            uint32_t l;
+            if (m_dmodk && single && m_vertices[cur].type == TopoVertexType::Switch)
+            {
+                size_t n = 0;
+                for (uint32_t id : m_out[cur])
+                {
+                    n += ok(id) ? 1 : 0;
+                }
+                l = PickNth(m_out[cur], dstKey / divisor, ok);
+                divisor *= std::max<size_t>(1, n);
+            }
+            else
+            {
+                l = PickAmong(m_out[cur], flowHash, cur, ok);
+            }
             if (l == kUnset)
             {
                 throw noPath("routing dead end at " + m_vertices[cur].name);

@@ -67,6 +67,11 @@ class ClusterTopology : public Object
     /// The local index is the GPU vertex's `index`; nicVertex may be UINT32_MAX (no NIC).
     void SetGpu(uint32_t gpu, uint32_t vertex, uint32_t server, uint32_t nicVertex);
     void SetDescription(const std::string& d);
+    /// How a switch picks among equal-cost uplinks: "ecmp" (per-flow hash, Ethernet ECMP) or
+    /// "dmodk" (destination-mod-k, InfiniBand's fat-tree routing: the destination NIC's
+    /// position under its leaf picks the uplink, so no two destinations under one leaf share a
+    /// spine downlink). Throws std::invalid_argument for anything else.
+    void SetRouting(const std::string& routing);
     /// The NCCL model's calibration for this cluster (GpuClusterHelper copies the spec's).
     void SetNcclCalibration(const gpusim::NcclCalibration& c);
     const gpusim::NcclCalibration& GetNcclCalibration() const;
@@ -137,6 +142,7 @@ class ClusterTopology : public Object
     std::vector<uint32_t> m_gpuLocal;
     uint32_t m_nServers = 0;
     std::string m_description;
+    bool m_dmodk = false; //!< SetRouting("dmodk")
     gpusim::NcclCalibration m_nccl;
     //! BFS hop distances over switches/NICs to a destination vertex, cached lazily. The key is
     //! the destination NIC's only switch when it has one (one entry per leaf), else the NIC.

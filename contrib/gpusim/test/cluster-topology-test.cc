@@ -193,6 +193,62 @@ TEST(ClusterTopology, GpusShareNics)
     }
 }
 
+TEST(ClusterTopology, AdaptiveRoutingJoinsTheSpines)
+{
+    // 4 servers on 8 rail leaves with 4 spines (FabricSizes): adaptive routing spreads every
+    // flow over the spines, so they become one spine whose port to each leaf has the 4
+    // uplinks' capacity; the presets use it (InfiniBand), a bare spec hashes per flow.
+    ClusterSpec s = SmallSpec("rail");
+    EXPECT_EQ(s.routing, "ecmp");
+    s.routing = "adaptive";
+    auto t = Build(s);
+    EXPECT_EQ(CountSwitches(*t, 2), 1);
+    EXPECT_EQ(t->GetDescription(), "4 servers x 8 GPUs (h100-sxm), rail fabric, 32 NICs @ 400 "
+                                   "Gb/s, 8 leaves, 4 spines (adaptive routing)");
+    for (const TopoLink& l : t->Links())
+    {
+        if (l.kind == TopoLinkKind::Fabric)
+        {
+            EXPECT_DOUBLE_EQ(l.bitsPerSec, 4 * 400e9);
+        }
+    }
+    ClusterSpec preset;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h100", preset));
+    EXPECT_EQ(preset.routing, "adaptive");
+}
+
+TEST(ClusterTopology, DmodkGivesEachDestinationUnderALeafItsOwnUplink)
+{
+    // 4 servers, 2 per rail leaf: rail 0 has leaves 0 (servers 0, 1) and 8 (servers 2, 3),
+    // 2 spines. D-mod-K routes by destination: from leaf 0 the flows to server 2's and server
+    // 3's GPU 0 take different spines whatever the flow key; per-flow ECMP lets them collide.
+    ClusterSpec s = SmallSpec("rail");
+    s.nicsPerLeaf = 2;
+    s.routing = "dmodk";
+    auto t = Build(s);
+    auto spineOf = [&](const ClusterTopology& topo, uint32_t dst, uint64_t key) {
+        for (uint32_t l : topo.Route(0, dst, ClusterTopology::HashFlow(key, 0, dst)))
+        {
+            const TopoVertex& v = topo.Vertices()[topo.Links()[l].to];
+            if (v.type == TopoVertexType::Switch && v.tier == 2)
+            {
+                return v.index;
+            }
+        }
+        return UINT32_MAX;
+    };
+    bool collided = false;
+    s.routing = "ecmp";
+    auto ecmp = Build(s);
+    for (uint64_t key = 0; key < 16; ++key)
+    {
+        EXPECT_NE(spineOf(*t, 16, key), spineOf(*t, 24, key)) << key;
+        EXPECT_EQ(spineOf(*t, 16, key), spineOf(*t, 16, 0)) << key;
+        collided = collided || spineOf(*ecmp, 16, key) == spineOf(*ecmp, 24, key);
+    }
+    EXPECT_TRUE(collided);
+}
+
 TEST(ClusterTopology, RailPeerIsTheLocalGpuOnThePeersNic)
 {
     // SmallSpec: 4 servers x 8 GPUs. One NIC per GPU: the peer's local index. Two NICs per
@@ -316,6 +372,7 @@ TEST(ClusterSpec, YamlPresetAndOverrides)
                                                        "fabric: leaf-spine\n"
                                                        "nics_per_leaf: 16\n"
                                                        "oversubscription: 2.5\n"
+                                                       "routing: dmodk\n"
                                                        "linkLatencyUs: 0.75\n",
                                                        "inline");
     EXPECT_EQ(s.preset, "dgx-a100");
@@ -325,6 +382,7 @@ TEST(ClusterSpec, YamlPresetAndOverrides)
     EXPECT_EQ(s.fabric, "leaf-spine");
     EXPECT_EQ(s.nicsPerLeaf, 16u);
     EXPECT_DOUBLE_EQ(s.oversubscription, 2.5);
+    EXPECT_EQ(s.routing, "dmodk");
     EXPECT_DOUBLE_EQ(s.linkLatencyUs, 0.75);
 
     const std::string path = testing::TempDir() + "gpusim-cluster-ok.yaml";
@@ -438,6 +496,9 @@ TEST(ClusterSpec, ImpossibleTopologiesThrow)
     expectImpossible(s);
     s = ClusterSpec();
     s.nicsPerLeaf = 0;
+    expectImpossible(s);
+    s = ClusterSpec();
+    s.routing = "spray";
     expectImpossible(s);
     s = ClusterSpec();
     s.gpuModel = "rtx-9090";

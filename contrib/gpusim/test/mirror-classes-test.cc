@@ -37,6 +37,7 @@ TwoServersPerLeaf(uint32_t servers)
 {
     ClusterSpec s = DgxH100(servers);
     s.nicsPerLeaf = 2;
+    s.routing = "ecmp"; // per-flow hashing keeps the spines apart (the preset adapts)
     return s;
 }
 
