@@ -907,6 +907,13 @@ RankExporter::DeviceNode(const Op& op) const
                 (op.gemm.m * op.gemm.k + op.gemm.k * op.gemm.n + op.gemm.m * op.gemm.n) * b *
                 DataTypeSize(op.gemm.dtype));
         }
+        else if (c.numOps == 0 && c.tensorSize > 0)
+        {
+            // Memory-bound (elementwise, norms, softmax): one operation per 8 bytes moved, an
+            // intensity of 1/8 FLOP/byte, under every GPU's ridge point (H100: ~300), so a
+            // roofline (ASTRA-sim's) charges tensor_size / bandwidth, not 0 / 0.
+            c.numOps = std::ceil(c.tensorSize / 8.0);
+        }
         break;
     case OpKind::Memcpy:
         c.type = op.copyKind == MemcpyKind::HostToDevice   ? ChakraNodeType::MemLoad

@@ -190,6 +190,7 @@ ReadAttributes(const pb::Node& n, ChakraNode& out, const std::function<void(std:
     for (const auto& a : n.attr())
     {
         const std::string& k = a.name();
+        out.attrNames.push_back(k);
         int64_t i = 0;
         double d = 0;
         auto needInt = [&]() {
@@ -414,13 +415,23 @@ WriteChakraFile(const ChakraRankFile& rank, const std::string& file)
         n.set_duration_micros(c.durationUs);
         // Types as ASTRA-sim's feeder reads them (et_feeder_node.cpp).
         AddAttr(n, "is_cpu_op")->set_bool_val(c.isCpuOp);
-        if (c.numOps > 0)
+        if (c.type == ChakraNodeType::Comp)
         {
+            // ASTRA-sim's roofline reads both of every compute node (Workload::issue_comp:
+            // num_ops / tensor_size, then num_ops / perf) and fails on a node without them.
             AddAttr(n, "num_ops")->set_int64_val(static_cast<int64_t>(c.numOps));
-        }
-        if (c.tensorSize > 0)
-        {
             AddAttr(n, "tensor_size")->set_uint64_val(c.tensorSize);
+        }
+        else
+        {
+            if (c.numOps > 0)
+            {
+                AddAttr(n, "num_ops")->set_int64_val(static_cast<int64_t>(c.numOps));
+            }
+            if (c.tensorSize > 0)
+            {
+                AddAttr(n, "tensor_size")->set_uint64_val(c.tensorSize);
+            }
         }
         if (c.commType >= 0)
         {

@@ -81,6 +81,7 @@ struct ChakraNode
     int32_t root = -1;       //!< attr gpusim_root: Broadcast/Reduce root (comm rank)
     std::string dtype;       //!< attr gpusim_dtype: collective element type (op-ir name)
     std::vector<std::string> otherAttrs; //!< names of attributes gpusim does not use
+    std::vector<std::string> attrNames;  //!< names of all its attributes, in file order
     /// inputs.values of a METADATA_NODE (PyTorch's process-group table lives there); other
     /// nodes' inputs and outputs are not kept.
     std::string inputsValues;

@@ -44,8 +44,8 @@ ValidateContextParallel(const ModelSpec& m, const TrainingPlan& p)
     // TE's CP attention runs on its fused / flash kernels only (no unfused path).
     if (!p.flashAttention)
     {
-        throw std::invalid_argument("context parallelism needs fused (flash) attention: drop "
-                                   "--no-flash-attn or use CP 1");
+        throw std::invalid_argument("context parallelism needs fused (flash) attention: turn "
+                                    "flash attention on or use CP 1");
     }
 }
 

@@ -18,10 +18,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 
 using namespace ns3;
@@ -599,14 +601,18 @@ TEST_F(Chakra, WriterBytesAreTheChakraWireFormat)
     // Encoded by hand from the protobuf wire format and the schema's field numbers:
     // GlobalMetadata {version(1) "0.0.4"}, then Node {id(1) 1, name(2) "a", type(3) COMP_NODE
     // = 4, data_deps(5) packed [0], duration_micros(7) 7, attr(10) {name(1) "is_cpu_op",
-    // bool_val(27) false}}, each behind its varint length. The attribute bytes are the ones
-    // in ASTRA-sim's own files ("R\x0e\n\tis_cpu_op\xd8\x01\x00").
+    // bool_val(27) false}, attr {name "num_ops", int64_val(9) 0}, attr {name "tensor_size",
+    // uint64_val(13) 0}}, each behind its varint length. The is_cpu_op bytes are the ones in
+    // ASTRA-sim's own files ("R\x0e\n\tis_cpu_op\xd8\x01\x00"); a compute node always carries
+    // num_ops and tensor_size, which ASTRA-sim's roofline reads (issue 23).
     const std::string meta = std::string("\x07\x0a\x05" "0.0.4", 8);
     const std::string attr = std::string("\x0a\x09" "is_cpu_op" "\xd8\x01\x00", 14);
+    const std::string numOps = std::string("\x0a\x07" "num_ops" "\x48\x00", 11);
+    const std::string tensorSize = std::string("\x0a\x0b" "tensor_size" "\x68\x00", 15);
     const std::string node = std::string("\x08\x01\x12\x01" "a" "\x18\x04\x2a\x01\x00\x38\x07", 12) +
-                             "\x52\x0e" + attr;
-    ASSERT_EQ(node.size(), 28u);
-    const std::string expected = meta + "\x1c" + node;
+                             "\x52\x0e" + attr + "\x52\x0b" + numOps + "\x52\x0f" + tensorSize;
+    ASSERT_EQ(node.size(), 58u);
+    const std::string expected = meta + "\x3a" + node;
     TestTempDir tmp("chakra-bytes");
     ChakraRankFile f;
     f.nodes = {Comp(1, "a", 7, {0})};
@@ -614,6 +620,80 @@ TEST_F(Chakra, WriterBytesAreTheChakraWireFormat)
     std::ifstream in(tmp.Path() + "/w.0.et", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(bytes, expected);
+}
+
+TEST_F(Chakra, ExportedNodesCarryWhatAstraSimReads)
+{
+    // ASTRA-sim 2.0's workload layer reads, per node type (Workload::issue_comp with its
+    // roofline, issue_comm, issue_dep_free_node; ETFeederNode throws "Attribute X not found"):
+    //   COMP_NODE: is_cpu_op, num_ops, tensor_size (num_ops > 0 wherever tensor_size > 0, or
+    //              the roofline divides 0 by 0)
+    //   COMM_COLL_NODE: is_cpu_op, comm_type, comm_size
+    //   COMM_SEND/RECV_NODE: is_cpu_op, comm_src, comm_dst, comm_tag, comm_size
+    // A generated iteration (GEMMs, memory-bound kernels, collectives, pipeline send/recv)
+    // exported through JobTraceToChakra has all of them on every node.
+    JobBuilder b(2);
+    b.AllRanks().CommInit("dp").CreateStream(1, true);
+    b.Rank(0).CommInit("pp", 2, 0).Rank(1).CommInit("pp", 2, 1).AllRanks();
+    b.Kernel(1, "gemm", 100).AllReduce(1, "dp", 1 << 20);
+    b.Rank(0).Send(1, "pp", 1, 1 << 20).Rank(1).Recv(1, "pp", 0, 1 << 20).AllRanks();
+    b.SyncDevice();
+    JobTrace job = b.Build();
+    for (auto& rank : job.ranks)
+    {
+        for (auto& op : rank.ops)
+        {
+            if (op.kind == OpKind::Kernel)
+            {
+                op.durUs = -1; // priced from its bytes: a memory-bound kernel
+                op.memBytes = 64 << 20;
+            }
+        }
+    }
+    const ChakraJob ch = JobTraceToChakra(job);
+    TestTempDir tmp("chakra-attrs");
+    WriteChakraJob(ch, tmp.Path() + "/w");
+    size_t comp = 0, coll = 0, p2p = 0;
+    for (uint32_t r = 0; r < 2; ++r)
+    {
+        const ChakraRankFile f = ReadChakraFile(tmp.Path() + "/w." + std::to_string(r) + ".et");
+        for (const ChakraNode& n : f.nodes)
+        {
+            SCOPED_TRACE(n.name);
+            std::set<std::string> want = {"is_cpu_op"};
+            switch (n.type)
+            {
+            case ChakraNodeType::Comp:
+                want.insert({"num_ops", "tensor_size"});
+                ++comp;
+                if (n.tensorSize > 0)
+                {
+                    EXPECT_GT(n.numOps, 0.0);
+                }
+                break;
+            case ChakraNodeType::CommColl:
+                want.insert({"comm_type", "comm_size"});
+                ++coll;
+                break;
+            case ChakraNodeType::CommSend:
+            case ChakraNodeType::CommRecv:
+                want.insert({"comm_src", "comm_dst", "comm_tag", "comm_size"});
+                ++p2p;
+                break;
+            default:
+                break;
+            }
+            for (const std::string& a : want)
+            {
+                EXPECT_NE(std::find(n.attrNames.begin(), n.attrNames.end(), a),
+                          n.attrNames.end())
+                    << a;
+            }
+        }
+    }
+    EXPECT_GT(comp, 0u);
+    EXPECT_GT(coll, 0u);
+    EXPECT_EQ(p2p, 2u);
 }
 
 TEST_F(Chakra, CommGroupFileSetsMembersAndTheirOrder)

@@ -565,6 +565,7 @@ TEST(ContextParallel, BadPlansGiveClearErrors)
     TrainingPlan p = CpPlan(1, 2, 1, 1, 8);
     p.flashAttention = false;
     EXPECT_NE(error(p).find("fused (flash) attention"), std::string::npos);
+    EXPECT_EQ(error(p).find("--"), std::string::npos) << "model errors name no CLI flag";
     p = CpPlan(4, 16, 1, 1, 8); // 128 / 16 = 8 tokens per rank, SP needs 4 | 8: fine
     p.sequenceParallel = true;
     EXPECT_EQ(error(p), "");
