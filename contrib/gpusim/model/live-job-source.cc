@@ -1323,6 +1323,60 @@ LiveJobSource::HandleInput(int32_t id)
     }
 }
 
+namespace
+{
+std::string
+BadHello(const std::string& where, std::string_view line)
+{
+    return where + ": bad hello '" + std::string(line.substr(0, 80)) + "'";
+}
+
+std::string
+NotLiveMessage(const std::string& where, uint64_t lineNo, std::string_view line)
+{
+    return where + ", line " + std::to_string(lineNo) + ": not a gpusim live message: '" +
+           std::string(line.substr(0, 80)) + "'";
+}
+} // namespace
+
+LiveLine
+ParseLiveLine(std::string_view line, size_t ranks, const std::string& where, uint64_t lineNo)
+{
+    LiveLine out;
+    if (line.rfind("HELLO ", 0) == 0)
+    {
+        // "HELLO pid tid"
+        const std::string hello(line.substr(0, 80));
+        if (std::sscanf(hello.c_str() + 6, "%d %d", &out.pid, &out.tid) != 2 || out.pid <= 0)
+        {
+            throw LiveRunEnded(BadHello(where, line));
+        }
+        out.kind = 'H';
+        return out;
+    }
+    if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ')
+    {
+        throw LiveRunEnded(NotLiveMessage(where, lineNo, line));
+    }
+    // "O <rank> {...}": the rank's digits, then the op's JSON up to the end of the line.
+    size_t pos = 2;
+    long rankL = 0;
+    while (pos < line.size() && pos < 12 && line[pos] >= '0' && line[pos] <= '9')
+    {
+        rankL = rankL * 10 + (line[pos++] - '0');
+    }
+    if (pos == 2 || pos >= line.size() || line[pos] != ' ' || rankL >= static_cast<long>(ranks))
+    {
+        throw LiveRunEnded(where + ", line " + std::to_string(lineNo) +
+                           ": rank out of range in '" + std::string(line.substr(0, 80)) +
+                           "' (the job has " + std::to_string(ranks) + " GPUs)");
+    }
+    out.kind = line[0];
+    out.rank = static_cast<uint32_t>(rankL);
+    out.json = line.substr(pos + 1);
+    return out;
+}
+
 void
 LiveJobSource::HandleLine(int32_t id, std::string_view line)
 {
@@ -1335,45 +1389,25 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     c.lifted = false; // it runs again
     c.lastLineWallS = WallSeconds();
     const std::string& where = c.where;
-    if (line.rfind("HELLO ", 0) == 0)
+    const bool hello = line.rfind("HELLO ", 0) == 0;
+    if (hello ? c.process >= 0 : c.process < 0)
     {
-        // "HELLO pid tid": the process is found from its pid (launched, or a child of one).
-        int pid = -1;
-        int tid = -1;
-        const std::string hello(line.substr(0, 80));
-        if (c.process >= 0 || std::sscanf(hello.c_str() + 6, "%d %d", &pid, &tid) != 2 || pid <= 0)
-        {
-            throw LiveRunEnded(where + ": bad hello '" + hello + "'");
-        }
-        c.process = ProcessOf(pid);
+        // A second HELLO, or an op before the HELLO.
+        throw LiveRunEnded(hello ? BadHello(where, line) : NotLiveMessage(where, c.lines, line));
+    }
+    const LiveLine msg = ParseLiveLine(line, m_store.size(), where, c.lines);
+    if (msg.kind == 'H')
+    {
+        // The process is found from its pid (launched, or a child of one).
+        c.process = ProcessOf(msg.pid);
         ++m_processes[c.process].connections;
-        c.pid = pid;
-        c.tid = tid;
+        c.pid = msg.pid;
+        c.tid = msg.tid;
         c.where = "live " + DescribeProcess(c.process);
         return;
     }
-    if (line.size() < 4 || (line[0] != 'O' && line[0] != 'W') || line[1] != ' ' || c.process < 0)
-    {
-        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
-                           ": not a gpusim live message: '" + std::string(line.substr(0, 80)) +
-                           "'");
-    }
-    // "O <rank> {...}": the rank's digits, then the op's JSON up to the end of the line.
-    size_t pos = 2;
-    long rankL = 0;
-    while (pos < line.size() && pos < 12 && line[pos] >= '0' && line[pos] <= '9')
-    {
-        rankL = rankL * 10 + (line[pos++] - '0');
-    }
-    if (pos == 2 || pos >= line.size() || line[pos] != ' ' ||
-        rankL >= static_cast<long>(m_store.size()))
-    {
-        throw LiveRunEnded(where + ", line " + std::to_string(c.lines) +
-                           ": rank out of range in '" + std::string(line.substr(0, 80)) +
-                           "' (the job has " + std::to_string(m_store.size()) + " GPUs)");
-    }
-    const std::string_view json = line.substr(pos + 1);
-    const uint32_t rank = static_cast<uint32_t>(rankL);
+    const std::string_view json = msg.json;
+    const uint32_t rank = msg.rank;
     // One GPU, one process (the shim refuses a second one before it sends anything; this
     // guards the protocol).
     if (m_rankOwner[rank] < 0)

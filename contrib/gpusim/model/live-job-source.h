@@ -66,6 +66,23 @@ struct LiveRunStats
     std::string ToJson() const;
 };
 
+/// One line a program sends (the wire protocol above), as ParseLiveLine reads it.
+struct LiveLine
+{
+    char kind = 0;         //!< 'H' (HELLO), 'O' or 'W'
+    int pid = -1;          //!< HELLO
+    int tid = -1;          //!< HELLO
+    uint32_t rank = 0;     //!< O / W
+    std::string_view json; //!< O / W: the op's JSON (a view into the line), not parsed here
+};
+
+/// Parses one non-empty line (without its '\n') of the protocol: its syntax, and the rank
+/// against the job's `ranks` GPUs. `where` and `lineNo` name the connection and line in
+/// errors. Throws std::runtime_error on a malformed line. LiveJobSource::HandleLine's parser,
+/// a free function so that test/fuzz/live-line-fuzz.cc can reach it.
+LiveLine ParseLiveLine(std::string_view line, size_t ranks, const std::string& where,
+                       uint64_t lineNo);
+
 class LiveJobSource : public OpFeed
 {
   public:

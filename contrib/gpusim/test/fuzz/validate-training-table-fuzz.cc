@@ -1,0 +1,67 @@
+/*
+ * Fuzz target for `gpusim validate-training`'s table reader (ReadTrainingValidation: the JSON
+ * tables of test/data/megatron-lm-2021-throughput.json's shape). The reader takes a file: each
+ * input is written to a file under /tmp.
+ * Any input must either be read or throw std::runtime_error; nothing may crash.
+ * With clang: libFuzzer target; otherwise `gpusim-validate-training-table-fuzz-driver FILE...`
+ * (doc/fuzzing.md).
+ */
+#include "ns3/validate-training-command.h"
+
+#include <stdexcept>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <unistd.h>
+
+using namespace ns3::gpusim;
+
+namespace
+{
+/// The reader takes a file: the input goes to one file per process, rewritten every run.
+std::string
+InputFile(const uint8_t* data, size_t size, const char* suffix)
+{
+    static const std::string path =
+        "/tmp/gpusim-fuzz-" + std::to_string(static_cast<long>(getpid())) + suffix;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    return path;
+}
+} // namespace
+
+extern "C" int
+LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+{
+    if (size > (1u << 20))
+    {
+        return 0;
+    }
+    try
+    {
+        ReadTrainingValidation(InputFile(data, size, ".json"), "");
+    }
+    catch (const std::runtime_error&)
+    {
+        // Expected for malformed input.
+    }
+    return 0;
+}
+
+#ifndef GPUSIM_LIBFUZZER
+int
+main(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i)
+    {
+        std::ifstream in(argv[i], std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+        std::printf("%s: ok\n", argv[i]);
+    }
+    return 0;
+}
+#endif
