@@ -85,6 +85,9 @@ WallSeconds()
 
 // The shared op ring of a program thread (layout: live-ring-layout.h).
 constexpr size_t kRingHeader = gpusim_live_ring::kData;
+/// Longest live message line accepted (an op line is a few hundred bytes; kernel names can be
+/// long, but not this long).
+constexpr size_t kMaxLineBytes = 1 << 20;
 uint64_t*
 RingHead(char* ring)
 {
@@ -1149,6 +1152,12 @@ LiveJobSource::ReadConnection(int32_t id)
         if (n <= 0)
         {
             DrainRing(id); // what the thread wrote before it ended
+            const Connection& c = m_conns.at(id);
+            if (!c.in.empty())
+            {
+                throw LiveRunEnded(c.where + " closed its connection in the middle of a line: '" +
+                                   c.in.substr(0, 80) + "'");
+            }
             if (m_spec.active)
             {
                 m_spec.eof.insert(id);
@@ -1319,7 +1328,17 @@ LiveJobSource::HandleInput(int32_t id)
     }
     if (m_conns.count(id))
     {
-        m_conns.at(id).in.erase(0, start);
+        Connection& c = m_conns.at(id);
+        c.in.erase(0, start);
+        // A live message is one short line (an op's JSON); a connection that sends more without
+        // a newline is broken or hostile: stop before it eats the memory.
+        if (c.in.size() > kMaxLineBytes)
+        {
+            throw LiveRunEnded(c.where + " sent " + std::to_string(c.in.size()) +
+                               " bytes without a newline (a live message is one line of at most " +
+                               std::to_string(kMaxLineBytes >> 20) + " MiB): '" +
+                               c.in.substr(0, 40) + "...'");
+        }
     }
 }
 

@@ -26,6 +26,7 @@ const std::string kGpusim = std::string(GPUSIM_BIN_DIR) + "/gpusim";
 const std::string kPerf = GPUSIM_SHIM_TEST_DIR "/shim_live_perf";
 const std::string kTrain = GPUSIM_SHIM_TEST_DIR "/shim_train";
 const std::string kThreads = GPUSIM_SHIM_TEST_DIR "/shim_live_threads";
+const std::string kRogue = GPUSIM_SHIM_TEST_DIR "/shim_live_rogue";
 const std::string kCopies = GPUSIM_SHIM_TEST_DIR "/shim_live_copies";
 const std::string kGpt = GPUSIM_SHIM_TEST_DIR "/shim_gpt_train";
 const std::string kMpiTrain = GPUSIM_SHIM_TEST_DIR "/shim_mpi_train";
@@ -669,6 +670,39 @@ TEST(Live, CrashedRankEndsTheRunWithItsStatus)
     EXPECT_NE(r.err.find("process 1"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("signal 6"), std::string::npos) << r.err;
     EXPECT_LT(r.wallS, 20.0);
+}
+
+// The live socket is untrusted input: whatever connects and sends garbage, half a line, an
+// endless line, an op for another process's GPU or for a GPU the job lacks ends the run with a
+// message naming that process and what it sent; the well-behaved program (an endless
+// AllReduce loop on the same GPU) is stopped too, nothing hangs and nothing grows unbounded.
+TEST(Live, UntrustedInputEndsTheRunNamingTheProcess)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    const struct
+    {
+        const char* mode;
+        const char* says;
+    } cases[] = {
+        {"garbage", "not a gpusim live message: 'this is not a live message'"},
+        {"truncated", "closed its connection in the middle of a line: 'O 0 {\"op\":\"lau'"},
+        {"huge", "bytes without a newline (a live message is one line of at most 1 MiB)"},
+        {"foreign 0", "each GPU belongs to one process"},
+        {"badrank", "rank out of range in 'O 999"},
+    };
+    for (const auto& c : cases)
+    {
+        SCOPED_TRACE(c.mode);
+        // The rogue starts once the real program runs, so GPU 0 is already taken.
+        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time fixed:1 --timeout 60 -- sh -c '" +
+                                kPerf + " -b 1M -e 1M -n 1000000 -w 1 & sleep 0.5; " + kRogue +
+                                " " + c.mode + "; wait'");
+        EXPECT_NE(r.code, 0) << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("process pid "), std::string::npos) << r.err; // the rogue, by pid
+        EXPECT_LT(r.wallS, 30.0);
+    }
 }
 
 // A rank that leaves before the collective: the other waits forever in simulated time; the run
