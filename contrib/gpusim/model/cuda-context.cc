@@ -506,7 +506,18 @@ CudaContext::DoDispose()
         t->Dispose();
     }
     m_threads.clear();
+    // Streams and collectives are Applications of the node: the node holds them and they hold
+    // the node. Disposing them breaks that cycle (a node that outlives a run, as `gpusim
+    // collective` keeps its nodes over a sweep, would keep every run's streams otherwise).
+    for (auto& [id, s] : m_streams)
+    {
+        s->Dispose();
+    }
     m_streams.clear();
+    for (auto& [name, c] : m_comms)
+    {
+        c->Dispose();
+    }
     m_comms.clear();
     m_mirrors.clear();
     m_mirrorComms.clear();
