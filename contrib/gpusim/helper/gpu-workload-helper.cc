@@ -34,7 +34,7 @@ GpuWorkloadHelper::SetCostModel(const std::string& type)
 void
 GpuWorkloadHelper::SetCostModelAttribute(const std::string& name, const AttributeValue& value)
 {
-    m_costModel.Set(name, value);
+    m_costModelAttributes.emplace_back(name, value.Copy());
 }
 
 void
@@ -85,6 +85,10 @@ Ptr<KernelCostModel>
 GpuWorkloadHelper::MakeCostModel() const
 {
     Ptr<KernelCostModel> cost = m_costModel.Create<KernelCostModel>();
+    for (const auto& [name, value] : m_costModelAttributes)
+    {
+        cost->SetAttribute(name, *value);
+    }
     for (const auto& [re, f] : m_scales)
     {
         cost->AddKernelScale(re, f);

@@ -53,6 +53,9 @@ class GpuWorkloadHelper
 
     Ptr<NetworkBackend> m_backend;
     ObjectFactory m_costModel;
+    /// Cost-model attributes, set once the model is owned: a setter that throws (a bad kernel
+    /// table) would leak an object still under construction in ObjectFactory::Create.
+    std::vector<std::pair<std::string, Ptr<AttributeValue>>> m_costModelAttributes;
     ObjectFactory m_world;
     ObjectFactory m_workload;
     std::vector<std::pair<std::string, double>> m_scales;
