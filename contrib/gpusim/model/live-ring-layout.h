@@ -1,6 +1,6 @@
 /*
  * The shared-memory op ring between a program thread on the shim (shim/src/live.cc, the writer)
- * and the live simulator (live-job-source.cc, the reader). One definition for both sides: a
+ * and the live simulator (live-connections.cc, the reader). One definition for both sides: a
  * plain header, included by the shim too (C++17, no ns-3).
  *
  * Each field sits on its own cache line; the data starts at kData and wraps at the capacity.

@@ -1,0 +1,258 @@
+/*
+ * Pipeline schedules: the order of a stage's forward and backward steps (PipelineSegments:
+ * 1F1B, interleaved) and RankGenerator's pipeline steps (chunks, activations, P2P exchanges).
+ */
+#include "ns3/training-generator.h"
+
+#include "training-generator-internal.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+std::vector<std::vector<PipeStep>>
+PipelineSegments(uint32_t stage, uint32_t pp, uint32_t microBatches, uint32_t virtualStages)
+{
+    const uint32_t v = std::max<uint32_t>(1, virtualStages);
+    const uint32_t total = microBatches * v;
+    // Virtual micro-batch k: chunk and micro-batch as Megatron's get_model_chunk_id and
+    // get_microbatch_id_in_model_chunk compute them (groups of pp micro-batches per chunk).
+    auto step = [&](uint32_t k, bool forward) {
+        PipeStep s;
+        s.forward = forward;
+        const uint32_t inGroup = k % (pp * v);
+        s.chunk = inGroup / pp;
+        if (!forward)
+        {
+            s.chunk = v - 1 - s.chunk;
+        }
+        s.microBatch = (k / (pp * v)) * pp + inGroup % pp;
+        return s;
+    };
+    uint32_t warmup;
+    if (v == 1)
+    {
+        warmup = std::min(pp - stage - 1, microBatches);
+    }
+    else if (microBatches == pp)
+    {
+        warmup = total; // Megatron: all forwards first when the pipeline holds every micro-batch
+    }
+    else
+    {
+        warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+    }
+    std::vector<std::vector<PipeStep>> segments;
+    segments.reserve(2 * total);
+    for (uint32_t k = 0; k < warmup; ++k)
+    {
+        segments.push_back({step(k, true)});
+    }
+    for (uint32_t k = 0; k + warmup < total; ++k)
+    {
+        if (v == 1)
+        {
+            // 1F1B: send_forward_recv_backward between the forward and the backward.
+            segments.push_back({step(k + warmup, true)});
+            segments.push_back({step(k, false)});
+        }
+        else
+        {
+            // Interleaved: one send_forward_backward_recv_forward_backward per pair.
+            segments.push_back({step(k + warmup, true), step(k, false)});
+        }
+    }
+    for (uint32_t k = total - warmup; k < total; ++k)
+    {
+        segments.push_back({step(k, false)});
+    }
+    return segments;
+}
+
+std::vector<PipeStep>
+PipelineOrder(uint32_t stage, uint32_t pp, uint32_t microBatches, uint32_t virtualStages)
+{
+    std::vector<PipeStep> order;
+    for (const auto& seg : PipelineSegments(stage, pp, microBatches, virtualStages))
+    {
+        order.insert(order.end(), seg.begin(), seg.end());
+    }
+    return order;
+}
+
+namespace training_internal
+{
+
+bool
+RankGenerator::FirstChunk(uint32_t chunk) const
+{
+    return m_pos.stage == 0 && chunk == 0;
+}
+
+bool
+RankGenerator::LastChunk(uint32_t chunk) const
+{
+    return m_pos.stage == m_p.pp - 1 && chunk == m_p.virtualStages - 1;
+}
+
+double
+RankGenerator::ChunkActivationBytes(uint32_t chunk) const
+{
+    const double h = m_m.hidden;
+    double bytes = m_layersPerChunk * LayerActivationBytes(m_m, m_p);
+    if (FirstChunk(chunk) && m_m.dropout)
+    {
+        bytes += LocalTokens() * h; // embedding dropout mask
+    }
+    if (LastChunk(chunk))
+    {
+        // Final norm input, logits GEMM input, fp32 softmax kept by the cross entropy.
+        bytes += 2 * m_e * LocalTokens() * h + 4 * m_tokens * m_vocab / m_p.tp;
+    }
+    return bytes;
+}
+
+void
+RankGenerator::Forward(const PipeStep& s)
+{
+    Malloc(ActivationPtr(s), ChunkActivationBytes(s.chunk),
+           "activations chunk " + std::to_string(s.chunk) + " micro-batch " +
+               std::to_string(s.microBatch));
+    if (FirstChunk(s.chunk))
+    {
+        EmbeddingForward();
+    }
+    for (uint32_t l = 0; l < m_layersPerChunk; ++l)
+    {
+        LayerForward();
+    }
+    if (LastChunk(s.chunk))
+    {
+        HeadForward();
+    }
+}
+
+void
+RankGenerator::Backward(const PipeStep& s)
+{
+    // Gradients are reduced once, while the last micro-batch of the chunk runs backward.
+    const bool reduce = m_p.overlapGradReduce && s.microBatch == m_microBatches - 1;
+    m_firstBackward = s.microBatch == 0;
+    const uint64_t work = ActivationPtr(s) + 1;
+    if (m_p.recompute == Recompute::Full)
+    {
+        TrainingPlan none = m_p;
+        none.recompute = Recompute::None;
+        Malloc(work, LayerActivationBytesNoRecompute(m_m, none),
+               "recomputed layer chunk " + std::to_string(s.chunk) + " micro-batch " +
+                   std::to_string(s.microBatch));
+    }
+    const BucketPlan& bp = m_bucketPlan[s.chunk];
+    if (LastChunk(s.chunk))
+    {
+        HeadBackward();
+        if (reduce && bp.atHead >= 0)
+        {
+            ReduceBucket(bp.atHead);
+        }
+    }
+    for (uint32_t l = m_layersPerChunk; l-- > 0;)
+    {
+        LayerBackward();
+        if (reduce && bp.atLayer[l] >= 0)
+        {
+            ReduceBucket(bp.atLayer[l]);
+        }
+    }
+    if (FirstChunk(s.chunk))
+    {
+        EmbeddingBackward();
+        if (reduce && bp.atEmbedding >= 0)
+        {
+            ReduceBucket(bp.atEmbedding);
+        }
+    }
+    if (m_p.recompute == Recompute::Full)
+    {
+        Free(work);
+    }
+    Free(ActivationPtr(s));
+}
+
+uint64_t
+RankGenerator::ActivationPtr(const PipeStep& s) const
+{
+    return 16 + 2 * (uint64_t(s.chunk) * m_microBatches + s.microBatch);
+}
+
+void
+RankGenerator::P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep>* next)
+{
+    // Between two segments: send what the finished segment produced and receive what the next
+    // one needs, as one batched group (Megatron's p2p_communication batch_isend_irecv).
+    if (m_p.pp < 2)
+    {
+        return;
+    }
+    const double full = m_e * LocalTokens() * m_m.hidden;
+    const bool scatter = m_p.scatterGatherP2p && !m_p.sequenceParallel && m_p.tp > 1;
+    const double bytes = scatter ? full / m_p.tp : full;
+    uint32_t received = 0;
+    const int32_t nextStage = static_cast<int32_t>((m_pos.stage + 1) % m_p.pp);
+    const int32_t prevStage = static_cast<int32_t>((m_pos.stage + m_p.pp - 1) % m_p.pp);
+    const uint64_t group = m_nextGroup;
+    bool any = false;
+    auto p2p = [&](CollKind kind, int32_t peer) {
+        Op& op = Push(OpKind::Collective);
+        op.coll = kind;
+        op.comm = PpComm();
+        op.peer = peer;
+        op.dtype = m_m.dtype;
+        op.bytes = static_cast<uint64_t>(std::llround(bytes));
+        op.count = op.bytes / DataTypeSize(op.dtype);
+        op.group = group;
+        any = true;
+    };
+    for (size_t i = 0; done && i < done->size(); ++i)
+    {
+        const PipeStep& s = (*done)[i];
+        if (s.forward && !LastChunk(s.chunk))
+        {
+            p2p(CollKind::Send, nextStage);
+        }
+        if (!s.forward && !FirstChunk(s.chunk))
+        {
+            p2p(CollKind::Send, prevStage);
+        }
+    }
+    for (size_t i = 0; next && i < next->size(); ++i)
+    {
+        const PipeStep& s = (*next)[i];
+        if (s.forward && !FirstChunk(s.chunk))
+        {
+            p2p(CollKind::Recv, prevStage);
+            ++received;
+        }
+        if (!s.forward && !LastChunk(s.chunk))
+        {
+            p2p(CollKind::Recv, nextStage);
+            ++received;
+        }
+    }
+    if (any)
+    {
+        ++m_nextGroup;
+    }
+    for (uint32_t i = 0; scatter && i < received; ++i)
+    {
+        Coll(CollKind::AllGather, TpComm(), m_p.tp, full); // the received 1/t slices
+    }
+}
+
+} // namespace training_internal
+} // namespace gpusim
+} // namespace ns3
