@@ -6,11 +6,14 @@
 //   huge       2 MiB without a newline
 //   foreign    an op for GPU rank argv[2] (another process's)
 //   badrank    an op for a rank the job does not have
+//   frozen     kernel launches that cost no host time, 1.2 million of them, never waiting
 // and waits (up to 60 s) for the simulator to close the connection, printing nothing.
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string mode = argv[1];
+  signal(SIGPIPE, SIG_IGN);  // a simulator that hung up makes write() fail, not kill us
   const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr = {};
   addr.sun_family = AF_UNIX;
@@ -46,7 +50,7 @@ int main(int argc, char** argv) {
     perror("connect");
     return 2;
   }
-  const std::string op = "{\"op\":\"launch\",\"t\":0,\"cpu_us\":1,\"stream\":0,\"name\":\"k\",\"dur_us\":5}";
+  const std::string op = "{\"op\":\"kernel\",\"t\":0,\"cpu_us\":1,\"stream\":0,\"name\":\"k\",\"dur_us\":5}";
   std::string msg = "HELLO " + std::to_string(getpid()) + " " +
                     std::to_string(static_cast<long>(syscall(SYS_gettid))) + "\n";
   if (mode == "garbage") {
@@ -59,6 +63,16 @@ int main(int argc, char** argv) {
     msg += "O " + std::string(argc > 2 ? argv[2] : "0") + " " + op + "\n";
   } else if (mode == "badrank") {
     msg += "O 999 " + op + "\n";
+  } else if (mode == "frozen") {
+    const std::string free = "O 0 {\"op\":\"kernel\",\"t\":0,\"cpu_us\":0,\"stream\":0,"
+                             "\"name\":\"k\",\"dur_us\":5}\n";
+    if (!WriteAll(fd, msg)) return 0;
+    msg.clear();
+    for (int batch = 0; batch < 1200; ++batch) {
+      std::string lines;
+      for (int i = 0; i < 1000; ++i) lines += free;
+      if (!WriteAll(fd, lines)) return 0;  // the simulator hung up: done
+    }
   } else {
     fprintf(stderr, "live_rogue: unknown mode '%s'\n", mode.c_str());
     return 2;

@@ -536,7 +536,18 @@ LiveJobSource::HandleLine(int32_t id, std::string_view line)
     else
     {
         f.lastIssueNs += cpuNs;
+        const uint64_t before = c.clockNs;
         c.clockNs = std::max(c.clockNs, f.lastIssueNs);
+        c.opsAtClock = c.clockNs == before ? c.opsAtClock + 1 : 0;
+        if (c.opsAtClock >= kOpsWithoutTime)
+        {
+            throw LiveRunEnded(Format("%s issued %llu ops in a row without its clock moving from "
+                                      "simulated %.3f us (calls that cost no host time?); "
+                                      "stopped before they fill the memory",
+                                      c.where.c_str(),
+                                      static_cast<unsigned long long>(c.opsAtClock),
+                                      c.clockNs / 1e3));
+        }
     }
     if (m_spec.active && !afterAnswer && f.lastIssueNs <= m_spec.maxTs)
     {

@@ -166,6 +166,7 @@ class LiveJobSource : public OpFeed
         uint64_t waitSeq = 0;      //!< W lines received
         uint64_t outstanding = 0;  //!< W lines not answered yet
         uint64_t clockNs = 0;      //!< lower bound of its virtual clock (latest issue/answer)
+        uint64_t opsAtClock = 0;   //!< ops in a row that left clockNs where it was
         int32_t pid = -1;          //!< program process and thread (from HELLO)
         int32_t tid = -1;
         bool lifted = false;       //!< blocked outside CUDA while nothing else could move
@@ -281,6 +282,10 @@ class LiveJobSource : public OpFeed
     /// Livelock: programs poll for work that can never complete (see CheckLivelock).
     void NoteProgress();
     void CheckLivelock();
+    /// Ops one connection may send in a row without its clock advancing: every one is kept
+    /// until the engine issues it, so a program whose calls cost nothing (an --api-costs file
+    /// of zeros) would otherwise queue ops until the memory runs out.
+    static constexpr uint64_t kOpsWithoutTime = 1u << 20;
     static constexpr uint64_t kLivelockPolls = 10000; //!< "not ready" answers in a row, and
     static constexpr double kLivelockWallS = 2.0;     //!< this long with no device work queued
     static constexpr double kSilentLiftS = 0.5;       //!< on the CPU without a call while all wait

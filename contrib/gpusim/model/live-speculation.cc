@@ -142,7 +142,7 @@ LiveJobSource::WaitAsSnapshot(int channel)
         if (n <= 0)
         {
             // The child died without handing back: nothing to go on from.
-            std::fprintf(stderr, "gpusim run: the speculating simulator died; giving up\n");
+            m_warning("the speculating simulator died; giving up");
             ::_exit(2);
         }
         rec[n] = '\0';

@@ -674,8 +674,9 @@ TEST(Live, CrashedRankEndsTheRunWithItsStatus)
 
 // The live socket is untrusted input: whatever connects and sends garbage, half a line, an
 // endless line, an op for another process's GPU or for a GPU the job lacks ends the run with a
-// message naming that process and what it sent; the well-behaved program (an endless
-// AllReduce loop on the same GPU) is stopped too, nothing hangs and nothing grows unbounded.
+// message naming that process and what it sent, and so does one whose calls cost no host time
+// (its ops would queue without bound); the well-behaved program (an endless AllReduce loop on
+// the same GPU) is stopped too, nothing hangs and nothing grows unbounded.
 TEST(Live, UntrustedInputEndsTheRunNamingTheProcess)
 {
     REQUIRE_SHIM();
@@ -690,14 +691,20 @@ TEST(Live, UntrustedInputEndsTheRunNamingTheProcess)
         {"huge", "bytes without a newline (a live message is one line of at most 1 MiB)"},
         {"foreign 0", "each GPU belongs to one process"},
         {"badrank", "rank out of range in 'O 999"},
+        // Bounded resources: ops that cost no host time would queue until memory runs out.
+        {"frozen", "ops in a row without its clock moving from simulated 0.000 us"},
     };
     for (const auto& c : cases)
     {
         SCOPED_TRACE(c.mode);
-        // The rogue starts once the real program runs, so GPU 0 is already taken.
-        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time fixed:1 --timeout 60 -- sh -c '" +
-                                kPerf + " -b 1M -e 1M -n 1000000 -w 1 & sleep 0.5; " + kRogue +
-                                " " + c.mode + "; wait'");
+        // The rogue starts once the real program runs, so GPU 0 is already taken; the frozen
+        // one runs alone (its GPU is its own).
+        const bool alone = std::string(c.mode) == "frozen";
+        Result r = Shell(d, kGpusim + " run --gpus 1 --host-time fixed:1 --timeout 60 -- " +
+                                (alone ? "sh -c '" + kRogue + " frozen; true'"
+                                       : "sh -c '" + kPerf +
+                                             " -b 1M -e 1M -n 1000000 -w 1 & sleep 0.5; " +
+                                             kRogue + " " + c.mode + "; wait'"));
         EXPECT_NE(r.code, 0) << r.err;
         EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("process pid "), std::string::npos) << r.err; // the rogue, by pid
