@@ -188,6 +188,30 @@ class LineReader
         Fail(std::string("field '") + key + "' must be an integer");
     }
 
+    /// Unsigned, for a narrower field: at most `max`.
+    uint64_t UnsignedAtMost(const char* key, uint64_t def, uint64_t max,
+                            bool required = false) const
+    {
+        const uint64_t u = Unsigned(key, def, required);
+        if (u > max)
+        {
+            Fail(std::string("field '") + key + "' out of range (got " + std::to_string(u) +
+                 ", at most " + std::to_string(max) + ")");
+        }
+        return u;
+    }
+
+    /// Signed, for a 32-bit field.
+    int32_t Signed32(const char* key, int64_t def) const
+    {
+        const int64_t i = Signed(key, def);
+        if (i < INT32_MIN || i > INT32_MAX)
+        {
+            Fail(std::string("field '") + key + "' out of range (got " + std::to_string(i) + ")");
+        }
+        return static_cast<int32_t>(i);
+    }
+
     std::string String(const char* key, const char* def, bool required = false) const
     {
         simdjson::dom::element e;
@@ -268,7 +292,7 @@ ParseOpObject(const LineReader& r)
     {
         r.Fail("unknown op '" + kind + "'");
     }
-    op.thread = static_cast<uint32_t>(r.Unsigned("t", 0));
+    op.thread = static_cast<uint32_t>(r.UnsignedAtMost("t", 0, UINT32_MAX));
     op.cpuUs = r.Number("cpu_us", 0);
     if (op.cpuUs < 0)
     {
@@ -293,7 +317,7 @@ ParseOpObject(const LineReader& r)
     case OpKind::Kernel: {
         op.grid = r.Dim3("grid");
         op.block = r.Dim3("block");
-        op.sharedMem = static_cast<uint32_t>(r.Unsigned("smem", 0));
+        op.sharedMem = static_cast<uint32_t>(r.UnsignedAtMost("smem", 0, UINT32_MAX));
         op.flops = r.Number("flops", 0);
         op.memBytes = r.Number("mem_bytes", 0);
         simdjson::dom::element g;
@@ -344,8 +368,8 @@ ParseOpObject(const LineReader& r)
             }
             op.async = b;
         }
-        op.srcRank = static_cast<int32_t>(r.Signed("src_rank", -1));
-        op.dstRank = static_cast<int32_t>(r.Signed("dst_rank", -1));
+        op.srcRank = r.Signed32("src_rank", -1);
+        op.dstRank = r.Signed32("dst_rank", -1);
         if ((op.srcRank >= 0 || op.dstRank >= 0) && op.copyKind != MemcpyKind::PeerToPeer)
         {
             r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
@@ -373,8 +397,8 @@ ParseOpObject(const LineReader& r)
         {
             r.Fail("missing required field 'stream'");
         }
-        op.flags = static_cast<uint32_t>(r.Unsigned("flags", 0));
-        op.priority = static_cast<int32_t>(r.Signed("priority", 0));
+        op.flags = static_cast<uint32_t>(r.UnsignedAtMost("flags", 0, UINT32_MAX));
+        op.priority = r.Signed32("priority", 0);
         break;
     case OpKind::Malloc:
         op.bytes = r.Unsigned("bytes", 0, true);
@@ -385,8 +409,8 @@ ParseOpObject(const LineReader& r)
         break;
     case OpKind::CommInit:
         op.comm = r.String("comm", "", true);
-        op.nranks = static_cast<int32_t>(r.Unsigned("nranks", 0, true));
-        op.commRank = static_cast<int32_t>(r.Unsigned("rank", 0, true));
+        op.nranks = static_cast<int32_t>(r.UnsignedAtMost("nranks", 0, INT32_MAX, true));
+        op.commRank = static_cast<int32_t>(r.UnsignedAtMost("rank", 0, INT32_MAX, true));
         if (op.nranks <= 0 || op.commRank >= op.nranks)
         {
             r.Fail("comm_init needs 0 <= rank < nranks");
@@ -410,8 +434,8 @@ ParseOpObject(const LineReader& r)
         {
             op.bytes = op.count * DataTypeSize(op.dtype);
         }
-        op.root = static_cast<int32_t>(r.Signed("root", -1));
-        op.peer = static_cast<int32_t>(r.Signed("peer", -1));
+        op.root = r.Signed32("root", -1);
+        op.peer = r.Signed32("peer", -1);
         op.group = r.Unsigned("group", 0);
         if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer < 0)
         {
@@ -641,7 +665,7 @@ ReadJobTrace(const std::string& dir, const std::function<void(JobTrace&, uint32_
     {
         m.Fail("'format' must be \"gpusim-trace\"");
     }
-    job.version = static_cast<uint32_t>(m.Unsigned("version", 0, true));
+    job.version = static_cast<uint32_t>(m.UnsignedAtMost("version", 0, UINT32_MAX, true));
     if (job.version != kOpIrVersion)
     {
         m.Fail("unsupported version " + std::to_string(job.version) + " (this reader reads " +
@@ -678,7 +702,7 @@ ReadJobTrace(const std::string& dir, const std::function<void(JobTrace&, uint32_
         std::string file;
         try
         {
-            rank = static_cast<uint32_t>(rr.Unsigned("rank", 0, true));
+            rank = static_cast<uint32_t>(rr.UnsignedAtMost("rank", 0, UINT32_MAX, true));
             file = rr.String("file", "", true);
         }
         catch (const TraceFormatError& e)

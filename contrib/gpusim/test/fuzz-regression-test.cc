@@ -97,6 +97,11 @@ ExpectEachThrows(const std::string& target, const std::function<void(const std::
 
 } // namespace
 
+TEST(FuzzRegression, InputsFound)
+{
+    EXPECT_FALSE(Inputs("op-ir").empty()) << "no regression inputs under " << kRegressions;
+}
+
 TEST(FuzzRegression, Kineto)
 {
     ExpectEachThrows<TraceFormatError>("kineto", [](const std::string& f) {
@@ -173,4 +178,37 @@ TEST(FuzzRegression, ValidateTrainingTable)
 {
     ExpectEachThrows<std::runtime_error>("validate-training-table",
                                          [](const std::string& f) { ReadTrainingValidation(f, ""); });
+}
+
+// ParseLiveLine is LiveJobSource's line parser, exposed for the live-line target: what it
+// reads and the messages it ends a run with (Live.UntrustedInputEndsTheRunNamingTheProcess
+// checks them through a real run).
+TEST(FuzzRegression, LiveLineParser)
+{
+    const LiveLine hello = ParseLiveLine("HELLO 12 34", 4, "live", 1);
+    EXPECT_EQ(hello.kind, 'H');
+    EXPECT_EQ(hello.pid, 12);
+    EXPECT_EQ(hello.tid, 34);
+    const LiveLine wait = ParseLiveLine("W 3 {\"op\":\"device_sync\"}", 4, "live", 2);
+    EXPECT_EQ(wait.kind, 'W');
+    EXPECT_EQ(wait.rank, 3u);
+    EXPECT_EQ(wait.json, "{\"op\":\"device_sync\"}");
+    auto error = [](const std::string& line) {
+        try
+        {
+            ParseLiveLine(line, 4, "live", 7);
+        }
+        catch (const std::runtime_error& e)
+        {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(error("HELLO x"), "live: bad hello 'HELLO x'");
+    EXPECT_EQ(error("HELLO 0 1"), "live: bad hello 'HELLO 0 1'");
+    EXPECT_EQ(error("garbage"), "live, line 7: not a gpusim live message: 'garbage'");
+    EXPECT_EQ(error("O 4 {}"), "live, line 7: rank out of range in 'O 4 {}' (the job has 4 GPUs)");
+    EXPECT_EQ(error("O x {}"), "live, line 7: rank out of range in 'O x {}' (the job has 4 GPUs)");
+    EXPECT_EQ(error("O 1234567890123 {}"),
+              "live, line 7: rank out of range in 'O 1234567890123 {}' (the job has 4 GPUs)");
 }

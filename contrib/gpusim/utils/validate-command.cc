@@ -309,6 +309,16 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
     {
         fail("no known GPU (H100, H200, A100)");
     }
+    // The counts are \d+ matches: only their size can be out of range (std::stoul would throw
+    // std::out_of_range).
+    auto count = [&](const std::string& digits, const char* what) {
+        if (digits.size() > 6)
+        {
+            fail(std::string(what) + " " +
+                 (digits.size() > 20 ? digits.substr(0, 20) + "..." : digits) + " out of range");
+        }
+        return static_cast<uint32_t>(std::stoul(digits));
+    };
     ClusterSpec spec;
     LookupClusterPreset(preset, spec);
     std::smatch m;
@@ -317,18 +327,18 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
     {
         fail("no node count (\"N nodes\")");
     }
-    spec.servers = std::stoul(m[1]);
+    spec.servers = count(m[1], "node count");
     const std::regex gpus("(\\d+)\\s*x\\s*(?:NVIDIA\\s+)?" + gpu, std::regex::icase);
     if (std::regex_search(hardware, m, gpus))
     {
-        spec.gpusPerServer = std::stoul(m[1]);
+        spec.gpusPerServer = count(m[1], "GPU count");
         spec.nicsPerServer = std::min(spec.nicsPerServer, spec.gpusPerServer);
     }
     const std::regex nics(R"((\d+)\s*x\s*[^,;()]*?(\d+)\s*Gb/s)", std::regex::icase);
     if (std::regex_search(hardware, m, nics))
     {
-        spec.nicsPerServer = std::stoul(m[1]);
-        spec.nicGbps = std::stod(m[2]);
+        spec.nicsPerServer = count(m[1], "NIC count");
+        spec.nicGbps = count(m[2], "NIC speed");
         // More NICs than GPUs (AWS p5: 32 x 100 Gb/s EFA for 8 GPUs, 4 behind each GPU's PCIe
         // switch): one NIC per GPU carrying that GPU's share, the same bandwidth per GPU and
         // per server, which is what the model's one-NIC-per-rail servers can hold.

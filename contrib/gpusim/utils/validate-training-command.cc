@@ -222,7 +222,7 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
             const uint32_t tp = RowCount(re, "tp", where);
             const uint32_t pp = RowCount(re, "pp", where);
             const uint32_t gpus = RowCount(re, "gpus", where);
-            if (gpus % (tp * pp))
+            if (gpus % (uint64_t(tp) * pp)) // tp x pp may pass 2^32 (each is at most 2^30)
             {
                 throw std::runtime_error(where + ": gpus " + std::to_string(gpus) +
                                          " is not a multiple of tp x pp");
