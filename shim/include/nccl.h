@@ -81,7 +81,13 @@ typedef enum {
   ncclMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(ncclRedOp_dummy_t))
 } ncclRedOp_t;
 
+// C++ sees an int-based enum: a program may pass any int (the shim answers
+// ncclInvalidArgument), and reading one outside 0..15 from a plain enum is undefined behaviour.
+#ifdef __cplusplus
+typedef enum : int {
+#else
 typedef enum {
+#endif
   ncclInt8 = 0, ncclChar = 0,
   ncclUint8 = 1,
   ncclInt32 = 2, ncclInt = 2,

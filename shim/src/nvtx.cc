@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -134,8 +135,18 @@ void DomainRangeEnd(void*, uint64_t id) { End(id); }
 int DomainRangePushEx(void*, const EventAttributes* a) { return RangePushEx(a); }
 int DomainRangePop(void*) { return Pop(); }
 // Handles are never freed: programs keep them for the life of the process.
-const void* DomainRegisterStringA(void*, const char* s) { return strdup(s ? s : ""); }
-void* DomainCreateA(const char* name) { return strdup(name ? name : ""); }
+// NVTX has no call that frees a registered string or a domain: they live as long as the
+// process. One interned copy per text, kept reachable (the set is never destroyed, so a call
+// from an exit handler still finds it).
+const char* Keep(const char* s) {
+  static std::mutex* mu = new std::mutex;
+  static std::set<std::string>* kept = new std::set<std::string>;
+  std::lock_guard<std::mutex> lock(*mu);
+  return kept->insert(s ? s : "").first->c_str();
+}
+
+const void* DomainRegisterStringA(void*, const char* s) { return Keep(s); }
+void* DomainCreateA(const char* name) { return const_cast<char*>(Keep(name)); }
 
 template <class F>
 void Set(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {

@@ -23,7 +23,8 @@ void k_stub() {}
 void Register() {
   static bool done = [] {
     static const unsigned long long fatbin[2] = {0, 0};
-    void** h = __cudaRegisterFatBinary((void*)fatbin);
+    static void** h = __cudaRegisterFatBinary((void*)fatbin);
+    std::atexit([] { __cudaUnregisterFatBinary(h); });  // as nvcc's generated code does
     __cudaRegisterFunction(h, (const char*)k_stub, (char*)"_Z6k_stubv", "_Z6k_stubv", -1, nullptr, nullptr, nullptr,
                            nullptr, nullptr);
     __cudaRegisterFatBinaryEnd(h);
@@ -234,6 +235,7 @@ TEST(Recorder, CopiesFollowCudaSynchronizationRules) {
   EXPECT_FALSE(c[0].Has("src_rank"));
   EXPECT_EQ(Select(ReadRank(std::string(dir) + "/rank-7.jsonl"), "comm_init").size(), 1u);
   ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  __cudaUnregisterFatBinary(h);  // as nvcc's exit handler does
 }
 
 // cuBLAS/cuBLASLt GEMMs on FP32 data record the math they run in: TF32 with
