@@ -8,6 +8,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace ns3
@@ -67,6 +68,152 @@ KernelTable::Lookup(const Op& op) const
     return it == byName.end() ? -1 : it->second;
 }
 
+namespace
+{
+
+/// Throws the table's format error for one entry (`where` names it).
+using TableFail = std::function<void(const std::string&)>;
+
+/// The entry's "dur_us" (a non-negative number, integer or not).
+double
+EntryDuration(simdjson::dom::object k, const std::string& where, const TableFail& fail)
+{
+    double dur = -1;
+    if (k["dur_us"].get_double().get(dur) != simdjson::SUCCESS)
+    {
+        int64_t i = 0;
+        if (k["dur_us"].get_int64().get(i) != simdjson::SUCCESS)
+        {
+            fail(where + "missing number 'dur_us'");
+        }
+        dur = static_cast<double>(i);
+    }
+    if (!(dur >= 0))
+    {
+        fail(where + "'dur_us' must not be negative");
+    }
+    return dur;
+}
+
+/// Reads "grid" or "block" (3 positive integers) into `out`; false when absent.
+bool
+EntryDim3(simdjson::dom::object k, const char* key, KernelTable::Dim3& out,
+          const std::string& where, const TableFail& fail)
+{
+    simdjson::dom::element d;
+    if (k[key].get(d) != simdjson::SUCCESS)
+    {
+        return false;
+    }
+    simdjson::dom::array arr;
+    if (d.get_array().get(arr) != simdjson::SUCCESS || arr.size() != 3)
+    {
+        fail(where + "'" + key + "' must be an array of 3 integers");
+    }
+    size_t i = 0;
+    for (auto v : arr)
+    {
+        uint64_t u = 0;
+        if (v.get_uint64().get(u) != simdjson::SUCCESS || u == 0 || u > UINT32_MAX)
+        {
+            fail(where + "'" + key + "' must hold 3 positive integers");
+        }
+        out[i++] = static_cast<uint32_t>(u);
+    }
+    return true;
+}
+
+/// The entry's "gemm" object: positive m, n, k, optional batch and dtype (default bf16).
+GemmShape
+EntryGemm(simdjson::dom::object g, const std::string& where, const TableFail& fail)
+{
+    GemmShape shape;
+    uint64_t v = 0;
+    const std::pair<const char*, uint64_t*> dims[] = {{"m", &shape.m},
+                                                      {"n", &shape.n},
+                                                      {"k", &shape.k}};
+    for (auto [key, field] : dims)
+    {
+        if (g[key].get_uint64().get(v) != simdjson::SUCCESS || v == 0)
+        {
+            fail(where + "'gemm' needs positive integer '" + key + "'");
+        }
+        *field = v;
+    }
+    if (g["batch"].get_uint64().get(v) == simdjson::SUCCESS)
+    {
+        shape.batch = v;
+    }
+    std::string_view dt = "bf16";
+    simdjson::dom::element dtype;
+    if (g["dtype"].get(dtype) == simdjson::SUCCESS &&
+        dtype.get_string().get(dt) != simdjson::SUCCESS)
+    {
+        fail(where + "'gemm' dtype must be a string");
+    }
+    if (!ParseDataType(std::string(dt), shape.dtype))
+    {
+        fail(where + "unknown gemm dtype '" + std::string(dt) + "'");
+    }
+    return shape;
+}
+
+/// Adds one entry of "kernels" to the table under its key (named GEMM, GEMM shape, launch
+/// shape or name); a key seen before is an error.
+void
+AddEntry(simdjson::dom::element e, KernelTable& table, const std::string& where,
+         const TableFail& fail)
+{
+    simdjson::dom::object k;
+    if (e.get_object().get(k) != simdjson::SUCCESS)
+    {
+        fail(where + "each entry is an object");
+    }
+    const double dur = EntryDuration(k, where, fail);
+    std::string name;
+    std::string_view sv;
+    const bool hasName = k["name"].get_string().get(sv) == simdjson::SUCCESS;
+    if (hasName)
+    {
+        name = std::string(sv);
+    }
+    KernelTable::Dim3 grid{1, 1, 1};
+    KernelTable::Dim3 block{1, 1, 1};
+    const bool hasGrid = EntryDim3(k, "grid", grid, where, fail);
+    const bool hasBlock = EntryDim3(k, "block", block, where, fail);
+    simdjson::dom::object g;
+    const bool hasGemm = k["gemm"].get_object().get(g) == simdjson::SUCCESS;
+    bool fresh = false;
+    if (hasGemm)
+    {
+        if (hasGrid || hasBlock)
+        {
+            fail(where + "give either 'gemm' or 'grid'/'block', not both");
+        }
+        const GemmShape shape = EntryGemm(g, where, fail);
+        fresh = hasName ? table.byNamedGemm.emplace(std::pair{name, KeyOf(shape)}, dur).second
+                        : table.byGemm.emplace(KeyOf(shape), dur).second;
+    }
+    else if (!hasName)
+    {
+        fail(where + "needs 'name' or 'gemm'");
+    }
+    else if (hasGrid || hasBlock)
+    {
+        fresh = table.byLaunch.emplace(std::tuple{name, grid, block}, dur).second;
+    }
+    else
+    {
+        fresh = table.byName.emplace(name, dur).second;
+    }
+    if (!fresh)
+    {
+        fail(where + "duplicate key (an earlier entry has the same name and shape)");
+    }
+}
+
+} // namespace
+
 KernelTable
 LoadKernelTable(const std::string& file)
 {
@@ -78,7 +225,7 @@ LoadKernelTable(const std::string& file)
         throw TraceFormatError(file, 0, std::string("cannot read kernel table: ") +
                                             simdjson::error_message(err));
     }
-    auto fail = [&](const std::string& why) -> void { throw TraceFormatError(file, 0, why); };
+    const TableFail fail = [&](const std::string& why) { throw TraceFormatError(file, 0, why); };
     simdjson::dom::object root;
     if (doc.get_object().get(root) != simdjson::SUCCESS)
     {
@@ -109,116 +256,7 @@ LoadKernelTable(const std::string& file)
     size_t index = 0;
     for (simdjson::dom::element e : kernels)
     {
-        const std::string where = "kernels[" + std::to_string(index++) + "]: ";
-        simdjson::dom::object k;
-        if (e.get_object().get(k) != simdjson::SUCCESS)
-        {
-            fail(where + "each entry is an object");
-        }
-        double dur = -1;
-        if (k["dur_us"].get_double().get(dur) != simdjson::SUCCESS)
-        {
-            int64_t i;
-            if (k["dur_us"].get_int64().get(i) != simdjson::SUCCESS)
-            {
-                fail(where + "missing number 'dur_us'");
-            }
-            dur = static_cast<double>(i);
-        }
-        if (!(dur >= 0))
-        {
-            fail(where + "'dur_us' must not be negative");
-        }
-        std::string name;
-        std::string_view sv;
-        const bool hasName = k["name"].get_string().get(sv) == simdjson::SUCCESS;
-        if (hasName)
-        {
-            name = std::string(sv);
-        }
-        auto dim3 = [&](const char* key, KernelTable::Dim3& out) {
-            simdjson::dom::element d;
-            if (k[key].get(d) != simdjson::SUCCESS)
-            {
-                return false;
-            }
-            simdjson::dom::array arr;
-            if (d.get_array().get(arr) != simdjson::SUCCESS || arr.size() != 3)
-            {
-                fail(where + "'" + key + "' must be an array of 3 integers");
-            }
-            size_t i = 0;
-            for (auto v : arr)
-            {
-                uint64_t u;
-                if (v.get_uint64().get(u) != simdjson::SUCCESS || u == 0 || u > UINT32_MAX)
-                {
-                    fail(where + "'" + key + "' must hold 3 positive integers");
-                }
-                out[i++] = static_cast<uint32_t>(u);
-            }
-            return true;
-        };
-        KernelTable::Dim3 grid{1, 1, 1};
-        KernelTable::Dim3 block{1, 1, 1};
-        const bool hasGrid = dim3("grid", grid);
-        const bool hasBlock = dim3("block", block);
-        simdjson::dom::object g;
-        const bool hasGemm = k["gemm"].get_object().get(g) == simdjson::SUCCESS;
-        bool fresh = false;
-        if (hasGemm)
-        {
-            if (hasGrid || hasBlock)
-            {
-                fail(where + "give either 'gemm' or 'grid'/'block', not both");
-            }
-            GemmShape shape;
-            uint64_t v;
-            const std::pair<const char*, uint64_t*> dims[] = {{"m", &shape.m},
-                                                              {"n", &shape.n},
-                                                              {"k", &shape.k}};
-            for (auto [key, field] : dims)
-            {
-                if (g[key].get_uint64().get(v) != simdjson::SUCCESS || v == 0)
-                {
-                    fail(where + "'gemm' needs positive integer '" + key + "'");
-                }
-                *field = v;
-            }
-            if (g["batch"].get_uint64().get(v) == simdjson::SUCCESS)
-            {
-                shape.batch = v;
-            }
-            std::string_view dt = "bf16";
-            simdjson::dom::element dtype;
-            if (g["dtype"].get(dtype) == simdjson::SUCCESS &&
-                dtype.get_string().get(dt) != simdjson::SUCCESS)
-            {
-                fail(where + "'gemm' dtype must be a string");
-            }
-            if (!ParseDataType(std::string(dt), shape.dtype))
-            {
-                fail(where + "unknown gemm dtype '" + std::string(dt) + "'");
-            }
-            fresh = hasName ? table.byNamedGemm.emplace(std::pair{name, KeyOf(shape)}, dur).second
-                            : table.byGemm.emplace(KeyOf(shape), dur).second;
-        }
-        else if (!hasName)
-        {
-            fail(where + "needs 'name' or 'gemm'");
-        }
-        else if (hasGrid || hasBlock)
-        {
-            fresh = table.byLaunch.emplace(std::tuple{name, grid, block}, dur).second;
-        }
-        else
-        {
-            fresh = table.byName.emplace(name, dur).second;
-        }
-        if (!fresh)
-        {
-            fail(where + "duplicate key (an earlier entry has the same name and shape)");
-        }
+        AddEntry(e, table, "kernels[" + std::to_string(index++) + "]: ", fail);
     }
     return table;
 }
