@@ -283,6 +283,112 @@ class LineReader
     simdjson::dom::object m_obj;
 };
 
+/// Kernel fields: launch shape, FLOPs and bytes, an optional GEMM shape.
+void
+ParseKernelFields(const LineReader& r, Op& op)
+{
+    op.grid = r.Dim3("grid");
+    op.block = r.Dim3("block");
+    op.sharedMem = static_cast<uint32_t>(r.UnsignedAtMost("smem", 0, UINT32_MAX));
+    op.flops = r.Number("flops", 0);
+    op.memBytes = r.Number("mem_bytes", 0);
+    simdjson::dom::element g;
+    if (r.Object()["gemm"].get(g) == simdjson::SUCCESS)
+    {
+        simdjson::dom::object go;
+        if (g.get_object().get(go) != simdjson::SUCCESS)
+        {
+            r.Fail("field 'gemm' must be an object");
+        }
+        LineReader gr(std::string(), 0, go);
+        try
+        {
+            op.gemm.m = gr.Unsigned("m", 0, true);
+            op.gemm.n = gr.Unsigned("n", 0, true);
+            op.gemm.k = gr.Unsigned("k", 0, true);
+            op.gemm.batch = gr.Unsigned("batch", 1);
+            std::string dt = gr.String("dtype", "bf16");
+            if (!ParseDataType(dt, op.gemm.dtype))
+            {
+                r.Fail("unknown gemm dtype '" + dt + "'");
+            }
+        }
+        catch (const TraceFormatError& e)
+        {
+            r.Fail("in 'gemm': " + e.Reason());
+        }
+    }
+    if (op.flops < 0 || op.memBytes < 0)
+    {
+        r.Fail("'flops' and 'mem_bytes' must not be negative");
+    }
+}
+
+/// Memcpy fields: direction, async flag, the two ranks of a p2p copy.
+void
+ParseMemcpyFields(const LineReader& r, Op& op)
+{
+    std::string k = r.String("kind", "default");
+    if (!ParseMemcpyKind(k, op.copyKind))
+    {
+        r.Fail("unknown memcpy kind '" + k + "'");
+    }
+    simdjson::dom::element a;
+    if (r.Object()["async"].get(a) == simdjson::SUCCESS)
+    {
+        bool b;
+        if (a.get_bool().get(b) != simdjson::SUCCESS)
+        {
+            r.Fail("field 'async' must be true or false");
+        }
+        op.async = b;
+    }
+    op.srcRank = r.Signed32("src_rank", -1);
+    op.dstRank = r.Signed32("dst_rank", -1);
+    if ((op.srcRank >= 0 || op.dstRank >= 0) && op.copyKind != MemcpyKind::PeerToPeer)
+    {
+        r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
+    }
+    if (op.srcRank >= 0 && op.srcRank == op.dstRank)
+    {
+        r.Fail("a p2p copy needs two different ranks");
+    }
+}
+
+/// Collective fields: kind, communicator, sequence, size and type, root or peer.
+void
+ParseCollectiveFields(const LineReader& r, Op& op)
+{
+    std::string c = r.String("coll", "", true);
+    if (!ParseCollKind(c, op.coll))
+    {
+        r.Fail("unknown collective '" + c + "'");
+    }
+    op.comm = r.String("comm", "", true);
+    op.seq = r.Unsigned("seq", 0);
+    op.count = r.Unsigned("count", 0);
+    std::string dt = r.String("dtype", "f32");
+    if (!ParseDataType(dt, op.dtype) || op.dtype == DataType::TF32)
+    {
+        r.Fail("unknown dtype '" + dt + "'");
+    }
+    if (!r.Has("bytes"))
+    {
+        op.bytes = op.count * DataTypeSize(op.dtype);
+    }
+    op.root = r.Signed32("root", -1);
+    op.peer = r.Signed32("peer", -1);
+    op.group = r.Unsigned("group", 0);
+    if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer < 0)
+    {
+        r.Fail("send/recv needs 'peer'");
+    }
+    if ((op.coll == CollKind::Broadcast || op.coll == CollKind::Reduce) && op.root < 0)
+    {
+        r.Fail("broadcast/reduce needs 'root'");
+    }
+}
+
 Op
 ParseOpObject(const LineReader& r)
 {
@@ -314,72 +420,12 @@ ParseOpObject(const LineReader& r)
     }
     switch (op.kind)
     {
-    case OpKind::Kernel: {
-        op.grid = r.Dim3("grid");
-        op.block = r.Dim3("block");
-        op.sharedMem = static_cast<uint32_t>(r.UnsignedAtMost("smem", 0, UINT32_MAX));
-        op.flops = r.Number("flops", 0);
-        op.memBytes = r.Number("mem_bytes", 0);
-        simdjson::dom::element g;
-        if (r.Object()["gemm"].get(g) == simdjson::SUCCESS)
-        {
-            simdjson::dom::object go;
-            if (g.get_object().get(go) != simdjson::SUCCESS)
-            {
-                r.Fail("field 'gemm' must be an object");
-            }
-            LineReader gr(std::string(), 0, go);
-            try
-            {
-                op.gemm.m = gr.Unsigned("m", 0, true);
-                op.gemm.n = gr.Unsigned("n", 0, true);
-                op.gemm.k = gr.Unsigned("k", 0, true);
-                op.gemm.batch = gr.Unsigned("batch", 1);
-                std::string dt = gr.String("dtype", "bf16");
-                if (!ParseDataType(dt, op.gemm.dtype))
-                {
-                    r.Fail("unknown gemm dtype '" + dt + "'");
-                }
-            }
-            catch (const TraceFormatError& e)
-            {
-                r.Fail("in 'gemm': " + e.Reason());
-            }
-        }
-        if (op.flops < 0 || op.memBytes < 0)
-        {
-            r.Fail("'flops' and 'mem_bytes' must not be negative");
-        }
+    case OpKind::Kernel:
+        ParseKernelFields(r, op);
         break;
-    }
-    case OpKind::Memcpy: {
-        std::string k = r.String("kind", "default");
-        if (!ParseMemcpyKind(k, op.copyKind))
-        {
-            r.Fail("unknown memcpy kind '" + k + "'");
-        }
-        simdjson::dom::element a;
-        if (r.Object()["async"].get(a) == simdjson::SUCCESS)
-        {
-            bool b;
-            if (a.get_bool().get(b) != simdjson::SUCCESS)
-            {
-                r.Fail("field 'async' must be true or false");
-            }
-            op.async = b;
-        }
-        op.srcRank = r.Signed32("src_rank", -1);
-        op.dstRank = r.Signed32("dst_rank", -1);
-        if ((op.srcRank >= 0 || op.dstRank >= 0) && op.copyKind != MemcpyKind::PeerToPeer)
-        {
-            r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
-        }
-        if (op.srcRank >= 0 && op.srcRank == op.dstRank)
-        {
-            r.Fail("a p2p copy needs two different ranks");
-        }
+    case OpKind::Memcpy:
+        ParseMemcpyFields(r, op);
         break;
-    }
     case OpKind::EventRecord:
     case OpKind::StreamWaitEvent:
     case OpKind::EventSync:
@@ -416,37 +462,9 @@ ParseOpObject(const LineReader& r)
             r.Fail("comm_init needs 0 <= rank < nranks");
         }
         break;
-    case OpKind::Collective: {
-        std::string c = r.String("coll", "", true);
-        if (!ParseCollKind(c, op.coll))
-        {
-            r.Fail("unknown collective '" + c + "'");
-        }
-        op.comm = r.String("comm", "", true);
-        op.seq = r.Unsigned("seq", 0);
-        op.count = r.Unsigned("count", 0);
-        std::string dt = r.String("dtype", "f32");
-        if (!ParseDataType(dt, op.dtype) || op.dtype == DataType::TF32)
-        {
-            r.Fail("unknown dtype '" + dt + "'");
-        }
-        if (!r.Has("bytes"))
-        {
-            op.bytes = op.count * DataTypeSize(op.dtype);
-        }
-        op.root = r.Signed32("root", -1);
-        op.peer = r.Signed32("peer", -1);
-        op.group = r.Unsigned("group", 0);
-        if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer < 0)
-        {
-            r.Fail("send/recv needs 'peer'");
-        }
-        if ((op.coll == CollKind::Broadcast || op.coll == CollKind::Reduce) && op.root < 0)
-        {
-            r.Fail("broadcast/reduce needs 'root'");
-        }
+    case OpKind::Collective:
+        ParseCollectiveFields(r, op);
         break;
-    }
     case OpKind::ThreadSignal:
     case OpKind::ThreadWait:
         op.token = r.Unsigned("token", 0, true);
@@ -1035,15 +1053,33 @@ WriteJobTrace(const JobTrace& job,
     }
 }
 
-void
-ValidateJobTrace(const JobTrace& job)
+namespace
 {
+
+/// ValidateJobTrace's pass over the ranks (each op against what the rank has done so far) and
+/// the checks across ranks it gathers for (communicators complete, collectives matching).
+class JobTraceCheck
+{
+  public:
+    explicit JobTraceCheck(const JobTrace& job)
+        : m_job(job)
+    {
+    }
+
+    /// The rank's ops in order; records its communicators and collectives.
+    void Rank(const RankTrace& r);
+    /// Every communicator has all of its ranks.
+    void CommunicatorsComplete() const;
+    /// Every rank of a communicator calls its collectives alike, and all of them do.
+    void CollectivesMatch() const;
+
+  private:
     struct CommInfo
     {
         int32_t nranks = 0;
         std::map<int32_t, uint32_t> members; // comm rank -> global rank
     };
-    std::map<std::string, CommInfo> comms;
+
     struct CollKey
     {
         CollKind coll;
@@ -1052,90 +1088,100 @@ ValidateJobTrace(const JobTrace& job)
         int32_t root;
         uint32_t rank;
     };
-    std::map<std::pair<std::string, uint64_t>, std::vector<CollKey>> colls;
-    for (const auto& r : job.ranks)
+
+    const JobTrace& m_job;
+    std::map<std::string, CommInfo> m_comms;
+    std::map<std::pair<std::string, uint64_t>, std::vector<CollKey>> m_colls;
+};
+
+void
+JobTraceCheck::Rank(const RankTrace& r)
+{
+    const std::string where = "rank " + std::to_string(r.rank);
+    if (r.opsFrom >= static_cast<int64_t>(m_job.ranks.size()) ||
+        (r.opsFrom >= 0 && m_job.ranks[r.opsFrom].opsFrom >= 0))
     {
-        const std::string where = "rank " + std::to_string(r.rank);
-        if (r.opsFrom >= static_cast<int64_t>(job.ranks.size()) ||
-            (r.opsFrom >= 0 && job.ranks[r.opsFrom].opsFrom >= 0))
+        throw TraceFormatError(where, 0, "shares the ops of a rank that has none of its own");
+    }
+    // A rank sharing another's list: that list, with this rank's own comm_init lines.
+    const std::vector<Op>& ops = r.opsFrom >= 0 ? m_job.ranks[r.opsFrom].ops : r.ops;
+    size_t ownInits = 0;
+    std::set<std::string> joined;
+    // A sharing rank's i-th comm_init may name another communicator than the shared
+    // list's i-th: the list's collectives on that communicator run on the rank's own.
+    std::map<std::string, std::string> renamed;
+    for (size_t i = 0; i < ops.size(); ++i)
+    {
+        auto fail = [&](const std::string& why) {
+            throw TraceFormatError(where, i + 1, why);
+        };
+        const Op* current = &ops[i];
+        Op renamedColl;
+        if (r.opsFrom >= 0 && current->kind == OpKind::CommInit)
         {
-            throw TraceFormatError(where, 0, "shares the ops of a rank that has none of its own");
+            if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit)
+            {
+                fail("shared op list: comm_init lines do not match this rank's own");
+            }
+            renamed[current->comm] = r.ops[ownInits].comm;
+            current = &r.ops[ownInits++];
         }
-        // A rank sharing another's list: that list, with this rank's own comm_init lines.
-        const std::vector<Op>& ops = r.opsFrom >= 0 ? job.ranks[r.opsFrom].ops : r.ops;
-        size_t ownInits = 0;
-        std::set<std::string> joined;
-        // A sharing rank's i-th comm_init may name another communicator than the shared
-        // list's i-th: the list's collectives on that communicator run on the rank's own.
-        std::map<std::string, std::string> renamed;
-        for (size_t i = 0; i < ops.size(); ++i)
+        else if (r.opsFrom >= 0 && current->kind == OpKind::Collective &&
+                 renamed.count(current->comm))
         {
-            auto fail = [&](const std::string& why) {
-                throw TraceFormatError(where, i + 1, why);
-            };
-            const Op* current = &ops[i];
-            Op renamedColl;
-            if (r.opsFrom >= 0 && current->kind == OpKind::CommInit)
+            renamedColl = *current;
+            renamedColl.comm = renamed[current->comm];
+            current = &renamedColl;
+        }
+        const Op& op = *current;
+        if (op.kind == OpKind::CommInit)
+        {
+            CommInfo& c = m_comms[op.comm];
+            if (c.nranks && c.nranks != op.nranks)
             {
-                if (ownInits >= r.ops.size() || r.ops[ownInits].kind != OpKind::CommInit)
-                {
-                    fail("shared op list: comm_init lines do not match this rank's own");
-                }
-                renamed[current->comm] = r.ops[ownInits].comm;
-                current = &r.ops[ownInits++];
+                fail("communicator " + op.comm + " initialised with nranks " +
+                     std::to_string(op.nranks) + " here but " + std::to_string(c.nranks) +
+                     " elsewhere");
             }
-            else if (r.opsFrom >= 0 && current->kind == OpKind::Collective &&
-                     renamed.count(current->comm))
+            c.nranks = op.nranks;
+            if (!c.members.emplace(op.commRank, r.rank).second)
             {
-                renamedColl = *current;
-                renamedColl.comm = renamed[current->comm];
-                current = &renamedColl;
+                fail("communicator " + op.comm + " rank " + std::to_string(op.commRank) +
+                     " claimed by both rank " + std::to_string(c.members[op.commRank]) +
+                     " and rank " + std::to_string(r.rank));
             }
-            const Op& op = *current;
-            if (op.kind == OpKind::CommInit)
+            joined.insert(op.comm);
+        }
+        else if (op.kind == OpKind::Memcpy && (op.srcRank >= 0 || op.dstRank >= 0))
+        {
+            const auto n = static_cast<int64_t>(m_job.ranks.size());
+            if (op.srcRank >= n || op.dstRank >= n)
             {
-                CommInfo& c = comms[op.comm];
-                if (c.nranks && c.nranks != op.nranks)
-                {
-                    fail("communicator " + op.comm + " initialised with nranks " +
-                         std::to_string(op.nranks) + " here but " + std::to_string(c.nranks) +
-                         " elsewhere");
-                }
-                c.nranks = op.nranks;
-                if (!c.members.emplace(op.commRank, r.rank).second)
-                {
-                    fail("communicator " + op.comm + " rank " + std::to_string(op.commRank) +
-                         " claimed by both rank " + std::to_string(c.members[op.commRank]) +
-                         " and rank " + std::to_string(r.rank));
-                }
-                joined.insert(op.comm);
+                fail("p2p copy between ranks " + std::to_string(op.srcRank) + " and " +
+                     std::to_string(op.dstRank) + " but the job has " + std::to_string(n) +
+                     " ranks");
             }
-            else if (op.kind == OpKind::Memcpy && (op.srcRank >= 0 || op.dstRank >= 0))
+        }
+        else if (op.kind == OpKind::Collective)
+        {
+            if (!joined.count(op.comm))
             {
-                const auto n = static_cast<int64_t>(job.ranks.size());
-                if (op.srcRank >= n || op.dstRank >= n)
-                {
-                    fail("p2p copy between ranks " + std::to_string(op.srcRank) + " and " +
-                         std::to_string(op.dstRank) + " but the job has " + std::to_string(n) +
-                         " ranks");
-                }
+                fail(std::string(ToString(op.coll)) + " on communicator " + op.comm +
+                     " which this rank has not initialised");
             }
-            else if (op.kind == OpKind::Collective)
+            if (op.coll != CollKind::Send && op.coll != CollKind::Recv)
             {
-                if (!joined.count(op.comm))
-                {
-                    fail(std::string(ToString(op.coll)) + " on communicator " + op.comm +
-                         " which this rank has not initialised");
-                }
-                if (op.coll != CollKind::Send && op.coll != CollKind::Recv)
-                {
-                    colls[{op.comm, op.seq}].push_back(
-                        {op.coll, op.count, op.dtype, op.root, r.rank});
-                }
+                m_colls[{op.comm, op.seq}].push_back(
+                    {op.coll, op.count, op.dtype, op.root, r.rank});
             }
         }
     }
-    for (const auto& [name, c] : comms)
+}
+
+void
+JobTraceCheck::CommunicatorsComplete() const
+{
+    for (const auto& [name, c] : m_comms)
     {
         if (static_cast<int32_t>(c.members.size()) != c.nranks)
         {
@@ -1152,9 +1198,14 @@ ValidateJobTrace(const JobTrace& job)
                                        " ranks but ranks [" + missing + "] never joined");
         }
     }
-    for (const auto& [key, parts] : colls)
+}
+
+void
+JobTraceCheck::CollectivesMatch() const
+{
+    for (const auto& [key, parts] : m_colls)
     {
-        const CommInfo& c = comms[key.first];
+        const CommInfo& c = m_comms.at(key.first);
         const CollKey& a = parts.front();
         for (const auto& b : parts)
         {
@@ -1191,6 +1242,20 @@ ValidateJobTrace(const JobTrace& job)
                                        key.first + ": ranks [" + missing + "] never call it");
         }
     }
+}
+
+} // namespace
+
+void
+ValidateJobTrace(const JobTrace& job)
+{
+    JobTraceCheck check(job);
+    for (const auto& r : job.ranks)
+    {
+        check.Rank(r);
+    }
+    check.CommunicatorsComplete();
+    check.CollectivesMatch();
 }
 
 } // namespace gpusim
