@@ -58,10 +58,20 @@ ProgramLauncher::Spawn(const std::vector<std::string>& program,
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
+    // The child reports a failed exec through this pipe (closed by a successful exec), so the
+    // caller gets the reason as an error instead of the child printing it.
+    int execError[2];
+    if (::pipe2(execError, O_CLOEXEC) != 0)
+    {
+        throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+    }
     pid_t pid = ::fork();
     if (pid < 0)
     {
-        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+        const int e = errno;
+        ::close(execError[0]);
+        ::close(execError[1]);
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(e));
     }
     if (pid == 0)
     {
@@ -83,8 +93,24 @@ ProgramLauncher::Spawn(const std::vector<std::string>& program,
             ::setenv(k.c_str(), v.c_str(), 1);
         }
         ::execvp(argv[0], argv.data());
-        std::fprintf(stderr, "gpusim: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        const int e = errno;
+        ssize_t unused = ::write(execError[1], &e, sizeof e);
+        (void)unused;
         ::_exit(127);
+    }
+    ::close(execError[1]);
+    int childErrno = 0;
+    ssize_t n;
+    do
+    {
+        n = ::read(execError[0], &childErrno, sizeof childErrno);
+    } while (n < 0 && errno == EINTR);
+    ::close(execError[0]);
+    if (n == static_cast<ssize_t>(sizeof childErrno))
+    {
+        ::waitpid(pid, nullptr, 0);
+        throw std::runtime_error("cannot run " + program.front() + ": " +
+                                 std::strerror(childErrno));
     }
     ::setpgid(pid, pid); // also from the parent: no race with an early kill
     Process p;

@@ -835,6 +835,14 @@ TEST(Live, UsageErrors)
     Result zero = Shell(d, kGpusim + " run --host-time fixed:0 -- true");
     EXPECT_EQ(zero.code, 1);
     EXPECT_NE(zero.err.find("polling loop"), std::string::npos) << zero.err;
+    // A program that cannot start: the launcher returns the reason (the child used to print
+    // it itself); the run ends at once.
+    Result missing = Shell(d, kGpusim + " run --gpus 1 -- /nonexistent/program");
+    EXPECT_EQ(missing.code, 2) << missing.err;
+    EXPECT_NE(missing.err.find("gpusim run: error: cannot run /nonexistent/program: No such "
+                               "file or directory"),
+              std::string::npos)
+        << missing.err;
     Result r = Shell(d, kGpusim + " run --sync eventually -- true");
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("--sync"), std::string::npos);
