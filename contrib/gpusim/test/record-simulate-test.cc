@@ -203,7 +203,10 @@ TEST(RecordSimulate, FailingProgramGivesClearErrorAndNoTrace)
 
     r = Cli({"record", "--out", dir, "--", "/nonexistent/program"});
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find("127"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot run /nonexistent/program: No such file or directory"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(Exists(dir + "/manifest.json"));
 
     r = Cli({"record", "--out", dir, "--", "sh", "-c", "kill -SEGV $$"});
     EXPECT_EQ(r.code, 2);
