@@ -7,6 +7,8 @@
  */
 #include "ns3/cluster-spec.h"
 
+#include "fuzz-driver.h"
+
 #include <stdexcept>
 #include <cstddef>
 #include <cstdint>
@@ -34,18 +36,3 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     return 0;
 }
-
-#ifndef GPUSIM_LIBFUZZER
-int
-main(int argc, char** argv)
-{
-    for (int i = 1; i < argc; ++i)
-    {
-        std::ifstream in(argv[i], std::ios::binary);
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-        std::printf("%s: ok\n", argv[i]);
-    }
-    return 0;
-}
-#endif

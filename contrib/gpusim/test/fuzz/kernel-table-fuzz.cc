@@ -8,6 +8,8 @@
 #include "ns3/op-ir.h"
 #include "ns3/profile-table-cost-model.h"
 
+#include "fuzz-driver.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,20 +20,6 @@
 
 using namespace ns3::gpusim;
 
-namespace
-{
-/// The reader takes a file: the input goes to one file per process, rewritten every run.
-std::string
-InputFile(const uint8_t* data, size_t size, const char* suffix)
-{
-    static const std::string path =
-        "/tmp/gpusim-fuzz-" + std::to_string(static_cast<long>(getpid())) + suffix;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-    return path;
-}
-} // namespace
-
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
@@ -41,7 +29,7 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     try
     {
-        LoadKernelTable(InputFile(data, size, ".json"));
+        LoadKernelTable(gpusim_fuzz::InputFile(data, size, ".json"));
     }
     catch (const TraceFormatError&)
     {
@@ -49,18 +37,3 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     return 0;
 }
-
-#ifndef GPUSIM_LIBFUZZER
-int
-main(int argc, char** argv)
-{
-    for (int i = 1; i < argc; ++i)
-    {
-        std::ifstream in(argv[i], std::ios::binary);
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-        std::printf("%s: ok\n", argv[i]);
-    }
-    return 0;
-}
-#endif

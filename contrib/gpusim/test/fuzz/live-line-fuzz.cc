@@ -10,6 +10,8 @@
 #include "ns3/live-job-source.h"
 #include "ns3/op-ir.h"
 
+#include "fuzz-driver.h"
+
 #include <stdexcept>
 #include <cstddef>
 #include <cstdint>
@@ -58,18 +60,3 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     return 0;
 }
-
-#ifndef GPUSIM_LIBFUZZER
-int
-main(int argc, char** argv)
-{
-    for (int i = 1; i < argc; ++i)
-    {
-        std::ifstream in(argv[i], std::ios::binary);
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-        std::printf("%s: ok\n", argv[i]);
-    }
-    return 0;
-}
-#endif

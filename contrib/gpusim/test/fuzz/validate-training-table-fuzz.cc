@@ -8,6 +8,8 @@
  */
 #include "ns3/validate-training-command.h"
 
+#include "fuzz-driver.h"
+
 #include <stdexcept>
 #include <cstddef>
 #include <cstdint>
@@ -19,20 +21,6 @@
 
 using namespace ns3::gpusim;
 
-namespace
-{
-/// The reader takes a file: the input goes to one file per process, rewritten every run.
-std::string
-InputFile(const uint8_t* data, size_t size, const char* suffix)
-{
-    static const std::string path =
-        "/tmp/gpusim-fuzz-" + std::to_string(static_cast<long>(getpid())) + suffix;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-    return path;
-}
-} // namespace
-
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
@@ -42,7 +30,7 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     try
     {
-        ReadTrainingValidation(InputFile(data, size, ".json"), "");
+        ReadTrainingValidation(gpusim_fuzz::InputFile(data, size, ".json"), "");
     }
     catch (const std::runtime_error&)
     {
@@ -50,18 +38,3 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     return 0;
 }
-
-#ifndef GPUSIM_LIBFUZZER
-int
-main(int argc, char** argv)
-{
-    for (int i = 1; i < argc; ++i)
-    {
-        std::ifstream in(argv[i], std::ios::binary);
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-        std::printf("%s: ok\n", argv[i]);
-    }
-    return 0;
-}
-#endif
