@@ -22,14 +22,21 @@
 // cudaStreamSynchronize (what some benchmarks do). --sleep-ms N: wait N ms of real time in
 // poll() (as for I/O: no host time of the program)
 // after each AllReduce (CPU-idle time: no simulated host time; makes runs long in real time);
-// --sleep-rank R: only process R sleeps. --host-work-ms N (steps mode): N ms of CPU work after
+// --sleep-rank R: only process R sleeps. --wait-speculation FILE: instead of sleeping, wait
+// (blocked in poll(), as for I/O) until the simulator's speculation log FILE (LiveJobSource's
+// SpeculationLog) ends in a new "dry" line: the simulator has speculated past this process and
+// run all it can without it, so the next call lands in the speculated past (a rollback, for
+// certain and without real-time sleeps). --host-work-ms N (steps mode): N ms of CPU work after
 // issuing each step's AllReduce, before waiting for it (overlaps host work with communication).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +69,7 @@ struct Args {
   int sleepMs = 0;
   int sleepRank = -1;  // only this rank sleeps (-1: all)
   int hostWorkMs = 0;  // CPU work after issuing each step's AllReduce (steps mode)
+  std::string waitSpeculation;  // the simulator's speculation log (see the header)
 };
 
 size_t ParseSize(const char* s) {
@@ -107,6 +115,8 @@ Args Parse(int argc, char** argv) {
       a.sleepMs = atoi(v), ++i;
     else if (k == "--sleep-rank")
       a.sleepRank = atoi(v), ++i;
+    else if (k == "--wait-speculation")
+      a.waitSpeculation = v, ++i;
     else if (k == "--host-work-ms")
       a.hostWorkMs = atoi(v), ++i;
     else {
@@ -120,6 +130,47 @@ Args Parse(int argc, char** argv) {
 
 double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The log's size, and whether its last line is a "dry" step.
+bool LastLineIsDry(const std::string& path, off_t* size) {
+  std::string text;
+  if (FILE* f = fopen(path.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    fclose(f);
+  }
+  *size = (off_t)text.size();
+  if (text.empty() || text.back() != '\n') return false;
+  const size_t start = text.size() < 2 ? std::string::npos : text.rfind('\n', text.size() - 2);
+  return text.compare(start == std::string::npos ? 0 : start + 1, 4, "dry ") == 0;
+}
+
+// Waits, off the CPU, until the speculation log has grown since the last wait and ends in "dry".
+void WaitForSpeculation(const std::string& path) {
+  static off_t seen = 0;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const int fd = inotify_init1(IN_CLOEXEC);
+  if (fd < 0 || inotify_add_watch(fd, dir.c_str(), IN_MODIFY | IN_CREATE) < 0) {
+    fprintf(stderr, "live_perf: inotify on %s failed\n", dir.c_str());
+    exit(1);
+  }
+  const double t0 = NowUs();
+  off_t size = 0;
+  while (!(LastLineIsDry(path, &size) && size > seen)) {
+    if (NowUs() - t0 > 60e6) {
+      fprintf(stderr, "live_perf: no speculation ran dry in %s within 60 s\n", path.c_str());
+      exit(1);
+    }
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 1000) > 0) {
+      char events[4096];
+      (void)!read(fd, events, sizeof events);
+    }
+  }
+  seen = size;
+  close(fd);
 }
 
 struct Gpu {
@@ -217,6 +268,8 @@ int main(int argc, char** argv) {
         if (rank == a.crashRank && bytes > a.minBytes) abort();
         AllReduce(gpus, count);
         if (a.sleepMs && (a.sleepRank < 0 || a.sleepRank == rank)) poll(nullptr, 0, a.sleepMs);
+        if (!a.waitSpeculation.empty() && (a.sleepRank < 0 || a.sleepRank == rank))
+          WaitForSpeculation(a.waitSpeculation);
       }
       CHECK_CUDA(cudaSetDevice(firstDevice));
       CHECK_CUDA(cudaEventRecord(stop, gpus[0].stream));

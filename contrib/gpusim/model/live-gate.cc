@@ -425,6 +425,11 @@ LiveJobSource::Gate(bool haveEvent, uint64_t ts)
             return false;
         }
     }
+    if (m_spec.active && !haveEvent && !m_spec.ranDry)
+    {
+        m_spec.ranDry = true; // what is left needs the programs
+        NoteSpeculation("dry", m_spec.maxTs);
+    }
     if (!haveEvent && bound == UINT64_MAX)
     {
         // Nothing scheduled and nothing parked that bounds time: done, unless a program

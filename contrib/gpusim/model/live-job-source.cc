@@ -13,6 +13,7 @@
 #include "ns3/host-first-scheduler.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -85,6 +86,14 @@ LiveJobSource::GetTypeId()
                           DoubleValue(0.002),
                           MakeDoubleAccessor(&LiveJobSource::m_speculateAfterS),
                           MakeDoubleChecker<double>(0))
+            .AddAttribute("SpeculationLog",
+                          "Optimistic mode: a file to which every step of a speculation is "
+                          "appended as a line \"STEP PID NS\" (speculate, dry: it has run every "
+                          "event it can without the programs, commit, rollback, restored); "
+                          "empty: none",
+                          StringValue(""),
+                          MakeStringAccessor(&LiveJobSource::m_speculationLog),
+                          MakeStringChecker())
             .AddTraceSource("OpReceived",
                             "A program issued an op (rank, host thread, op)",
                             MakeTraceSourceAccessor(&LiveJobSource::m_opReceived),
@@ -98,6 +107,11 @@ LiveJobSource::GetTypeId()
                             "Optimistic mode: a speculation was undone (events re-simulated)",
                             MakeTraceSourceAccessor(&LiveJobSource::m_rolledBack),
                             "ns3::LiveJobSource::RollbackCallback")
+            .AddTraceSource("SpeculationStep",
+                            "Optimistic mode: a step of a speculation (speculate, dry, commit, "
+                            "rollback, restored) at a simulated time",
+                            MakeTraceSourceAccessor(&LiveJobSource::m_speculationStep),
+                            "ns3::LiveJobSource::SpeculationStepCallback")
             .AddTraceSource("Warning",
                             "The run goes on, but not quite as asked: GPUs given up, a spinning "
                             "thread lifted, an op or a thread that arrived late (message)",

@@ -133,6 +133,7 @@ class LiveJobSource : public OpFeed
     typedef void (*OpReceivedCallback)(uint32_t rank, uint32_t thread, const gpusim::Op& op);
     typedef void (*AnsweredCallback)(uint32_t rank, uint32_t thread, Time at, int64_t value);
     typedef void (*RollbackCallback)(uint64_t resimulatedEvents);
+    typedef void (*SpeculationStepCallback)(const std::string& step, Time at);
     typedef void (*WarningCallback)(const std::string& message);
 
   protected:
@@ -142,6 +143,7 @@ class LiveJobSource : public OpFeed
     TracedCallback<uint32_t, uint32_t, const gpusim::Op&> m_opReceived; //!< op from a program
     TracedCallback<uint32_t, uint32_t, Time, int64_t> m_answered;       //!< blocking call returns
     TracedCallback<uint64_t> m_rolledBack; //!< optimistic: a speculation was undone
+    TracedCallback<const std::string&, Time> m_speculationStep; //!< optimistic: its life cycle
     TracedCallback<const std::string&> m_warning; //!< the run goes on, but differs from what was asked
 
     /// A program process that talks to the simulator, or one the simulator started.
@@ -246,6 +248,8 @@ class LiveJobSource : public OpFeed
     void WaitAsSnapshot(int channel);
     [[noreturn]] void RollBack();
     void Commit();
+    /// Fires SpeculationStep and appends "STEP PID NS" to SpeculationLog (if set).
+    void NoteSpeculation(const char* step, uint64_t atNs);
     struct Speculation
     {
         bool active = false;
@@ -253,6 +257,7 @@ class LiveJobSource : public OpFeed
         uint64_t maxTs = 0;         //!< latest event instant run since the snapshot
         uint64_t events = 0;        //!< events run since the snapshot
         double lastPumpS = 0;
+        bool ranDry = false;        //!< it has run every event it could without the programs
         std::map<int32_t, std::string> log; //!< bytes read per connection since the snapshot
         std::set<int32_t> eof;      //!< connections that ended since
         std::set<int32_t> accepted; //!< connections accepted since
@@ -269,6 +274,7 @@ class LiveJobSource : public OpFeed
     };
     bool m_optimistic = false;
     double m_speculateAfterS = 0.002;
+    std::string m_speculationLog; //!< attribute SpeculationLog
     Speculation m_spec;
     std::vector<HeldAnswer> m_held;
     /// Nothing can move: every connected program thread waits for an answer and every running

@@ -7,10 +7,13 @@
 
 #include "live-job-source-internal.h"
 
+#include "ns3/simulator.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <set>
 #include <sys/socket.h>
 #include <tuple>
@@ -105,6 +108,7 @@ LiveJobSource::Speculate()
         m_spec.channel = sv[1];
         m_spec.lastPumpS = WallSeconds();
         m_launcher.TakeStatusLog(); // from here on, what the child reads is logged
+        NoteSpeculation("speculate", Simulator::Now().GetNanoSeconds());
         return;
     }
     ::close(sv[1]);
@@ -194,6 +198,7 @@ LiveJobSource::WaitAsSnapshot(int channel)
         std::fclose(f);
     }
     ::unlink(path);
+    NoteSpeculation("restored", Simulator::Now().GetNanoSeconds());
     ++m_stats.rollbacks;
     m_stats.resimulatedEvents += events;
     m_rolledBack(events);
@@ -252,6 +257,7 @@ LiveJobSource::RollBack()
 {
     // Hand the snapshot everything read since it was taken, then vanish: the snapshot
     // re-simulates from its state with those ops in their places.
+    NoteSpeculation("rollback", m_spec.maxTs);
     const std::string path =
         m_socketDir + "/rollback-" + std::to_string(::getpid()) + ".log";
     if (FILE* f = std::fopen(path.c_str(), "wb"))
@@ -302,10 +308,35 @@ LiveJobSource::RollBack()
 void
 LiveJobSource::Commit()
 {
+    NoteSpeculation("commit", m_spec.maxTs);
     (void)!::send(m_spec.channel, "C", 1, 0);
     ::close(m_spec.channel);
     ++m_stats.commits;
     m_spec = Speculation();
+}
+
+void
+LiveJobSource::NoteSpeculation(const char* step, uint64_t atNs)
+{
+    m_speculationStep(step, NanoSeconds(static_cast<int64_t>(atNs)));
+    if (m_speculationLog.empty())
+    {
+        return;
+    }
+    // One append per line: the snapshot and the child write to the same file.
+    char line[96];
+    const int n = std::snprintf(line,
+                                sizeof line,
+                                "%s %d %llu\n",
+                                step,
+                                static_cast<int>(::getpid()),
+                                static_cast<unsigned long long>(atNs));
+    const int fd = ::open(m_speculationLog.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+    {
+        (void)!::write(fd, line, n);
+        ::close(fd);
+    }
 }
 
 } // namespace ns3

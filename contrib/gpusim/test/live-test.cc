@@ -895,28 +895,46 @@ Stat(const std::string& json, const std::string& key)
 }
 } // namespace
 
-// Optimistic synchronization gives the conservative result. Rank 1 waits in poll() (real time,
-// no simulated time: as for I/O) after each AllReduce: the simulator speculates past it, and its
-// next op lands in the speculated past, so the speculation is rolled back and re-simulated.
+// Optimistic synchronization gives the conservative result. After each AllReduce rank 1 waits
+// off the CPU (as for I/O: no simulated time) until the simulator's speculation log
+// (LiveJobSource::SpeculationLog, set through ns-3's NS_ATTRIBUTE_DEFAULT) says a speculation
+// has run past it as far as it can go. Its next op then lands in the speculated past, so every
+// such speculation is rolled back and re-simulated: deterministic, no real-time sleeps.
 TEST(Live, OptimisticRollsBackToTheConservativeResult)
 {
     REQUIRE_SHIM();
     TempDir d;
-    // 40 ms of sleep per AllReduce: long against any scheduling delay of a busy CI machine.
-    const std::string prog = kPerf + " -b 1M -e 2M -n 3 -w 1 --sleep-ms 40 --sleep-rank 1";
+    const std::string prog = kPerf + " -b 1M -e 2M -n 3 -w 1";
     Result cons = Shell(d, kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --json " +
                                d.Path() + "/c.json -- " + prog);
     ASSERT_EQ(cons.code, 0) << cons.err;
-    Result opt = Shell(d, kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --sync "
-                              "optimistic --out " + d.Path() + "/o --json " + d.Path() +
-                              "/o.json -- " + prog);
+    const std::string log = d.Path() + "/speculation.log";
+    Result opt = Shell(d, "NS_ATTRIBUTE_DEFAULT='ns3::LiveJobSource::SpeculationLog=" + log + "' " +
+                              kGpusim + " run --servers 1 --gpus 2 --host-time fixed:1 --sync "
+                              "optimistic --timeout 120 --out " + d.Path() + "/o --json " +
+                              d.Path() + "/o.json -- " + prog +
+                              " --sleep-rank 1 --wait-speculation " + log);
     ASSERT_EQ(opt.code, 0) << opt.err;
     EXPECT_EQ(opt.out, cons.out); // the program printed the same simulated times
     EXPECT_TRUE(ReadFile(d.Path() + "/c.json") == ReadFile(d.Path() + "/o.json"));
     const std::string stats = ReadFile(d.Path() + "/o/live-stats.json");
-    EXPECT_GE(Stat(stats, "snapshots"), 1) << stats;
-    EXPECT_GE(Stat(stats, "rollbacks"), 1) << stats;
+    // 6 timed AllReduces, each waited for by a speculation that must roll back.
+    EXPECT_GE(Stat(stats, "snapshots"), 6) << stats;
+    EXPECT_GE(Stat(stats, "rollbacks"), 6) << stats;
     EXPECT_GT(Stat(stats, "resimulated_events"), 0) << stats;
+    const std::string steps = ReadFile(log);
+    size_t dry = 0;
+    size_t rollbacks = 0;
+    for (size_t p = 0; (p = steps.find("dry ", p)) != std::string::npos; ++p)
+    {
+        ++dry;
+    }
+    for (size_t p = 0; (p = steps.find("rollback ", p)) != std::string::npos; ++p)
+    {
+        ++rollbacks;
+    }
+    EXPECT_GE(dry, 6u) << steps;
+    EXPECT_EQ(rollbacks, static_cast<size_t>(Stat(stats, "rollbacks"))) << steps;
 }
 
 // Host work after issuing each step's AllReduce (the program runs late in simulated time): the
