@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace ns3
@@ -38,8 +39,12 @@ class ActivityCollector
         {
             return;
         }
-        (a.communication ? m_comm : m_compute).push_back({a.start.GetNanoSeconds(),
-                                                          a.end.GetNanoSeconds()});
+        const Interval span = {a.start.GetNanoSeconds(), a.end.GetNanoSeconds()};
+        (a.communication ? m_comm : m_compute).push_back(span);
+        if (a.communication && a.op->kind == OpKind::Collective)
+        {
+            m_byClass[ClassOf(*a.op)].push_back(span);
+        }
     }
 
     /// Fills the breakdown of the window [lo, hi] (ns).
@@ -54,9 +59,30 @@ class ActivityCollector
         s.exposedComputeUs = (cLen - both) / 1e3;
         s.exposedCommUs = (mLen - both) / 1e3;
         s.bubbleUs = std::max<int64_t>(0, (hi - lo) - (cLen + mLen - both)) / 1e3;
+        for (const auto& [name, spans] : m_byClass)
+        {
+            const std::vector<Interval> k = Merge(spans, lo, hi);
+            s.comm.push_back({name, Length(k) / 1e3, IntersectLength(k, c) / 1e3});
+        }
     }
 
   private:
+    /// The generator's communicator names (training-rank-generator.cc) say what a collective
+    /// is for; over the DP groups, AllGather gathers parameters, the rest reduces gradients.
+    static std::string ClassOf(const Op& op)
+    {
+        const std::string group = op.comm.substr(0, op.comm.find('.'));
+        if (group == "dp" || group == "edp")
+        {
+            return op.coll == CollKind::AllGather ? "param-gather" : "grad-reduce";
+        }
+        if (group == "emb")
+        {
+            return "embedding";
+        }
+        return group;
+    }
+
     static std::vector<Interval> Merge(std::vector<Interval> v, int64_t lo, int64_t hi)
     {
         std::vector<Interval> out;
@@ -108,6 +134,7 @@ class ActivityCollector
 
     std::vector<Interval> m_compute;
     std::vector<Interval> m_comm;
+    std::map<std::string, std::vector<Interval>> m_byClass;
 };
 
 /// The iteration window of a rank: its ProfilerStep#0 begin and end markers (ns).
@@ -349,6 +376,21 @@ FormatTrainingReport(const TrainingReport& r)
                       s.peakMemoryBytes / gib);
         os << line;
     }
+    for (const StageReport& s : r.stages)
+    {
+        if (s.comm.empty())
+        {
+            continue;
+        }
+        os << "# stage " << s.stage << " communication, ms run (ms of it hidden under compute):";
+        for (const CommClassTime& k : s.comm)
+        {
+            std::snprintf(line, sizeof(line), " %s %.3f (%.3f)", k.name.c_str(), k.busyUs / 1e3,
+                          k.hiddenUs / 1e3);
+            os << line;
+        }
+        os << "\n";
+    }
     if (r.mirroredRanks > 0)
     {
         std::snprintf(line, sizeof(line),
@@ -415,6 +457,13 @@ TrainingReportJson(const TrainingReport& r)
         w.Key("exposed_compute_us").Double(s.exposedComputeUs);
         w.Key("exposed_comm_us").Double(s.exposedCommUs).Key("overlap_us").Double(s.overlapUs);
         w.Key("pp_bubble_us").Double(s.bubbleUs).Key("peak_memory_bytes").Uint(s.peakMemoryBytes);
+        w.Key("comm").BeginArray();
+        for (const CommClassTime& k : s.comm)
+        {
+            w.BeginObject().Key("class").String(k.name).Key("busy_us").Double(k.busyUs);
+            w.Key("hidden_us").Double(k.hiddenUs).EndObject();
+        }
+        w.EndArray();
         w.EndObject();
     }
     w.EndArray().EndObject();

@@ -24,6 +24,15 @@ namespace ns3
 namespace gpusim
 {
 
+/// One kind of communication of a stage's rank: how long it ran (merged intervals in the
+/// iteration window) and how much of that ran under compute (what overlapping it hid).
+struct CommClassTime
+{
+    std::string name; //!< tp, cp, ep, grad-reduce, param-gather, embedding
+    double busyUs = 0;
+    double hiddenUs = 0;
+};
+
 /// One pipeline stage: the slowest of its ranks' iteration windows and that rank's breakdown.
 struct StageReport
 {
@@ -36,6 +45,7 @@ struct StageReport
     double bubbleUs = 0;         //!< neither: pipeline send/recv (transfers and waiting for
                                  //!< the neighbour stage) and idle
     uint64_t peakMemoryBytes = 0; //!< highest over the stage's ranks
+    std::vector<CommClassTime> comm; //!< per kind of communication that ran (PP excluded)
 };
 
 struct TrainingReport

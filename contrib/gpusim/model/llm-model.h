@@ -90,6 +90,10 @@ struct TrainingPlan
     uint32_t globalBatch = 0;   //!< sequences; 0 = the model's default
     Recompute recompute = Recompute::None;
     bool distributedOptimizer = false; //!< ZeRO-1: optimizer states sharded over DP
+    /// Distributed optimizer: gather the updated parameters under the next forward
+    /// (Megatron-Core's --overlap-param-gather, on in its and NeMo's recipes) instead of after
+    /// the optimizer step.
+    bool overlapParamGather = true;
     bool overlapGradReduce = true;     //!< DP reduce per bucket during the last backward
     uint64_t bucketParams = 0;  //!< 0 = Megatron's max(40M, 1M x DP) parameters
     bool flashAttention = true; //!< fused attention: no s^2 activations stored

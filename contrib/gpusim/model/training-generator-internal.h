@@ -39,12 +39,18 @@ struct Bucket
     }
 };
 
-/// Which bucket (index, -1 none) each unit of a model chunk closes in the backward.
+/// Which bucket (index, -1 none) each unit of a model chunk closes in the backward, and which
+/// bucket holds each unit's parameters (the gather its forward waits for).
 struct BucketPlan
 {
     int atHead = -1;
     std::vector<int> atLayer; //!< by layer index within the chunk
     int atEmbedding = -1;
+    int headIn = -1;
+    std::vector<int> layerIn;
+    int embeddingIn = -1;
+    int first = -1; //!< the chunk's buckets are [first, last] (backward order)
+    int last = -1;
 };
 
 /// Builds one rank's op list.
@@ -125,6 +131,13 @@ class RankGenerator
     void P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep>* next);
     void PlanBuckets();
     void ReduceBucket(int b);
+    void GatherBucket(int b);
+    /// Distributed optimizer with --overlap-param-gather: the updated parameters are gathered
+    /// at the start of the iteration, bucket by bucket in forward order, and each unit's first
+    /// forward waits for its bucket (Megatron-Core's forward pre-hook).
+    bool OverlapParamGather() const;
+    void StartParamGathers();
+    void AwaitParams(int bucket);
     void OptimizerStep();
 
     const ModelSpec& m_m;
@@ -144,6 +157,8 @@ class RankGenerator
     uint64_t m_nextGroup = 1;
     std::vector<Bucket> m_buckets;
     std::vector<BucketPlan> m_bucketPlan; //!< per chunk
+    std::vector<uint64_t> m_gathered;     //!< per bucket: event after its parameter gather, 0
+                                          //!< once waited for (overlapped gathers)
 };
 
 } // namespace training_internal

@@ -265,6 +265,7 @@ DescribePlan(const TrainingPlan& p)
     os << (p.sequenceParallel ? " SP" : "") << ", micro-batch " << p.microBatch
        << ", recompute " << ToString(p.recompute)
        << (p.distributedOptimizer ? ", distributed optimizer" : "")
+       << (p.distributedOptimizer && !p.overlapParamGather ? " (no param-gather overlap)" : "")
        << (p.overlapGradReduce ? "" : ", no grad-reduce overlap")
        << (p.flashAttention ? "" : ", unfused attention")
        << (p.scatterGatherP2p ? ", scatter/gather p2p" : "");

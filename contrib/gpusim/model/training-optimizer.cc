@@ -98,30 +98,41 @@ RankGenerator::PlanBuckets()
     {
         BucketPlan& bp = m_bucketPlan[c];
         bp.atLayer.assign(m_layersPerChunk, -1);
+        bp.layerIn.assign(m_layersPerChunk, -1);
+        bp.first = static_cast<int>(m_buckets.size());
         Bucket open;
-        auto add = [&](double dense, double expert, int& closes, bool last) {
+        std::vector<int*> members; // units in the open bucket
+        auto add = [&](double dense, double expert, int& closes, int& in, bool last) {
             open.dense += dense;
             open.expert += expert;
+            members.push_back(&in);
             if (open.Total() >= size || last)
             {
                 closes = static_cast<int>(m_buckets.size());
+                for (int* m : members)
+                {
+                    *m = closes;
+                }
+                members.clear();
                 m_buckets.push_back(open);
                 open = Bucket();
             }
         };
         if (LastChunk(c))
         {
-            add(HeadParamsOfRank(m_m, m_p), 0, bp.atHead, false);
+            add(HeadParamsOfRank(m_m, m_p), 0, bp.atHead, bp.headIn, false);
         }
         for (uint32_t l = m_layersPerChunk; l-- > 0;)
         {
-            add(layer.dense, layer.expert, bp.atLayer[l], l == 0 && !FirstChunk(c));
+            add(layer.dense, layer.expert, bp.atLayer[l], bp.layerIn[l], l == 0 && !FirstChunk(c));
         }
         if (FirstChunk(c))
         {
-            add(EmbeddingParamsOfRank(m_m, m_p), 0, bp.atEmbedding, true);
+            add(EmbeddingParamsOfRank(m_m, m_p), 0, bp.atEmbedding, bp.embeddingIn, true);
         }
+        bp.last = static_cast<int>(m_buckets.size()) - 1;
     }
+    m_gathered.assign(m_buckets.size(), 0);
 }
 
 void
@@ -173,22 +184,62 @@ RankGenerator::OptimizerStep()
     const double perParam = (g < 4 ? g + 4 : 0) + (m_m.dtype == DataType::F16 ? 8 : 0) + 4 +
                             28 + 4 + m_e;
     Kernel("optimizer", 0, local * perParam + params.Total() * g);
-    if (m_p.distributedOptimizer && m_p.DpCp() > 1)
+    if (m_p.distributedOptimizer && m_p.DpCp() > 1 && !OverlapParamGather())
     {
-        // Each DP rank updated its shard: gather the updated bf16 weights per bucket.
+        // Each DP rank updated its shard: gather the updated bf16 weights per bucket, exposed.
         WaitEvent(kGradComm, RecordEvent(kCompute));
-        for (const Bucket& b : m_buckets)
+        for (size_t b = 0; b < m_buckets.size(); ++b)
         {
-            if (b.dense > 0)
-            {
-                Coll(CollKind::AllGather, DpComm(), m_p.DpCp(), b.dense * m_e, kGradComm,
-                     m_m.dtype);
-            }
-            if (b.expert > 0 && edp > 1)
-            {
-                Coll(CollKind::AllGather, EdpComm(), edp, b.expert * m_e, kGradComm, m_m.dtype);
-            }
+            GatherBucket(static_cast<int>(b));
         }
+    }
+}
+
+void
+RankGenerator::GatherBucket(int b)
+{
+    const Bucket& bucket = m_buckets[b];
+    const uint32_t edp = m_p.DpCp() / m_p.ep;
+    if (bucket.dense > 0)
+    {
+        Coll(CollKind::AllGather, DpComm(), m_p.DpCp(), bucket.dense * m_e, kGradComm, m_m.dtype);
+    }
+    if (bucket.expert > 0 && edp > 1)
+    {
+        Coll(CollKind::AllGather, EdpComm(), edp, bucket.expert * m_e, kGradComm, m_m.dtype);
+    }
+}
+
+bool
+RankGenerator::OverlapParamGather() const
+{
+    return m_p.distributedOptimizer && m_p.overlapParamGather && m_p.DpCp() > 1;
+}
+
+void
+RankGenerator::StartParamGathers()
+{
+    // The previous iteration's update, gathered in the order the forward needs it (the steady
+    // state of one iteration's gathers running under the next one's forward): chunk by chunk,
+    // each chunk's buckets from the last built (embedding side) to the first (head side). The
+    // host dispatches them ahead of the GPU, so they run back to back on the DP stream.
+    for (const BucketPlan& bp : m_bucketPlan)
+    {
+        for (int b = bp.last; b >= bp.first && b >= 0; --b)
+        {
+            GatherBucket(b);
+            m_gathered[b] = RecordEvent(kGradComm);
+        }
+    }
+}
+
+void
+RankGenerator::AwaitParams(int bucket)
+{
+    if (bucket >= 0 && m_gathered[bucket] != 0)
+    {
+        WaitEvent(kCompute, m_gathered[bucket]);
+        m_gathered[bucket] = 0;
     }
 }
 

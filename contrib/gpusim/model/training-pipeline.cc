@@ -122,16 +122,20 @@ RankGenerator::Forward(const PipeStep& s)
     Malloc(ActivationPtr(s), ChunkActivationBytes(s.chunk),
            "activations chunk " + std::to_string(s.chunk) + " micro-batch " +
                std::to_string(s.microBatch));
+    const BucketPlan& bp = m_bucketPlan[s.chunk];
     if (FirstChunk(s.chunk))
     {
+        AwaitParams(bp.embeddingIn);
         EmbeddingForward();
     }
     for (uint32_t l = 0; l < m_layersPerChunk; ++l)
     {
+        AwaitParams(bp.layerIn[l]);
         LayerForward();
     }
     if (LastChunk(s.chunk))
     {
+        AwaitParams(bp.headIn);
         HeadForward();
     }
 }

@@ -219,6 +219,10 @@ RankGenerator::Build()
     Op& begin = Push(OpKind::Marker, 0);
     begin.name = "ProfilerStep#0";
     begin.phase = MarkerPhase::Begin;
+    if (OverlapParamGather())
+    {
+        StartParamGathers();
+    }
     const std::vector<std::vector<PipeStep>> segments =
         PipelineSegments(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages);
     for (size_t i = 0; i < segments.size(); ++i)
