@@ -1,5 +1,6 @@
 #include "ns3/megatron-recipes.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +92,91 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
     }
     TrainingPlan p = MegatronPlan(m, tp, pp, gpus, batch, run);
     p.scatterGatherP2p = p.virtualStages > 1;
+    return p;
+}
+
+bool
+ParseCoreArch(const std::string& name, CoreArch& out)
+{
+    if (name == "gpt")
+    {
+        out = CoreArch::Gpt;
+    }
+    else if (name == "llama" || name == "llama2" || name == "llama3")
+    {
+        out = CoreArch::Llama;
+    }
+    else if (name == "nemotron" || name == "nemotron3" || name == "nemotron4")
+    {
+        out = CoreArch::Nemotron;
+    }
+    else
+    {
+        return false;
+    }
+    return true;
+}
+
+ModelSpec
+MegatronCoreModel(const CoreModelDims& d, CoreArch arch, DataType dtype)
+{
+    return MegatronCoreModel(d, arch, dtype, arch == CoreArch::Gpt);
+}
+
+ModelSpec
+MegatronCoreModel(const CoreModelDims& d, CoreArch arch, DataType dtype, bool tied)
+{
+    ModelSpec m;
+    m.name = std::string(arch == CoreArch::Gpt ? "gpt" : arch == CoreArch::Llama ? "llama"
+                                                                                 : "nemotron") +
+             "-" + std::to_string(d.layers) + "x" + std::to_string(d.hidden);
+    m.layers = d.layers;
+    m.hidden = d.hidden;
+    m.heads = d.heads;
+    m.kvHeads = d.kvHeads ? d.kvHeads : d.heads;
+    m.ffn = d.ffn ? d.ffn : 4 * d.hidden;
+    m.vocab = d.vocab;
+    m.seqLength = d.seqLength;
+    m.dtype = dtype;
+    m.tiedEmbeddings = tied;
+    const bool gpt = arch == CoreArch::Gpt;
+    m.learnedPositions = gpt;
+    m.biases = gpt;
+    m.dropout = gpt;
+    m.gatedMlp = arch == CoreArch::Llama;
+    m.rmsNorm = arch == CoreArch::Llama;
+    m.source = "Megatron-Core / NeMo config";
+    return m;
+}
+
+TrainingPlan
+MegatronCorePlan(uint32_t tp, uint32_t pp, uint32_t cp,
+                 uint32_t virtualStages, uint32_t gpus, uint32_t globalBatch,
+                 uint32_t microBatch, DataType gradDtype)
+{
+    const uint64_t mp = uint64_t(tp) * pp * cp;
+    if (mp == 0 || gpus % mp)
+    {
+        throw std::invalid_argument("gpus " + std::to_string(gpus) +
+                                    " is not a multiple of tp x pp x cp");
+    }
+    TrainingPlan p;
+    p.tp = tp;
+    p.pp = pp;
+    p.cp = cp;
+    p.dp = static_cast<uint32_t>(gpus / mp);
+    p.virtualStages = std::max<uint32_t>(1, virtualStages);
+    p.microBatch = microBatch;
+    p.globalBatch = globalBatch;
+    p.sequenceParallel = tp > 1;
+    p.recompute = Recompute::None;
+    p.distributedOptimizer = true;
+    p.overlapGradReduce = true;
+    p.overlapParamGather = true;
+    p.flashAttention = true;
+    p.crossEntropyFusion = false;
+    p.gradAccum = GradAccumulation::Fused;
+    p.gradDtype = gradDtype;
     return p;
 }
 

@@ -9,6 +9,7 @@
 #include "ns3/llm-model.h"
 
 #include <cstdint>
+#include <string>
 
 namespace ns3
 {
@@ -49,6 +50,48 @@ TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
 /// virtual-stage count > 1 that divides the layers per stage.
 TrainingPlan MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus,
                           uint32_t batch, bool interleaved);
+
+/// Model families of today's Megatron-Core / NeMo configs, as the layers they build:
+/// - Gpt (NeMo's GPT-3, Megatron-LM's GPT): LayerNorm, GELU MLP, biases, learned absolute
+///   positions, dropout 0.1 (Megatron-LM's --hidden-dropout / --attention-dropout defaults);
+/// - Llama (Llama 2 / 3): RMSNorm, SwiGLU MLP, RoPE, no biases, no dropout, untied output;
+/// - Nemotron (Nemotron-3 / 4): LayerNorm1p (a LayerNorm), squared-ReLU MLP (not gated: one
+///   elementwise pass like GELU), RoPE, no biases, no dropout, untied output.
+enum class CoreArch : uint8_t
+{
+    Gpt,
+    Llama,
+    Nemotron,
+};
+
+/// "gpt", "llama" (also "llama2", "llama3"), "nemotron" (also "nemotron3", "nemotron4").
+bool ParseCoreArch(const std::string& name, CoreArch& out);
+
+/// A model's dimensions as configs give them.
+struct CoreModelDims
+{
+    uint32_t layers = 0;
+    uint32_t hidden = 0;
+    uint32_t heads = 0;
+    uint32_t kvHeads = 0;   //!< 0: = heads (no GQA)
+    uint32_t ffn = 0;       //!< 0: 4 x hidden
+    uint32_t vocab = 0;
+    uint32_t seqLength = 0;
+};
+
+/// The model of a config: `tied` overrides the family's output-layer default (GPT: tied).
+ModelSpec MegatronCoreModel(const CoreModelDims& d, CoreArch arch, DataType dtype, bool tied);
+ModelSpec MegatronCoreModel(const CoreModelDims& d, CoreArch arch, DataType dtype);
+
+/// Megatron-Core as NVIDIA's performance recipes run it (Megatron-LM's README scaling runs,
+/// NeMo / Megatron-Bridge performance configs): sequence parallel when TP > 1, the distributed
+/// optimizer with overlapped gradient reduction and parameter gather, Megatron-Core's DDP
+/// buckets, Transformer Engine's fused attention, gradient-accumulation fusion, no
+/// recomputation, Megatron's default (unfused) cross entropy. Throws std::invalid_argument
+/// when the GPUs are not a multiple of TP x PP x CP.
+TrainingPlan MegatronCorePlan(uint32_t tp, uint32_t pp, uint32_t cp,
+                              uint32_t virtualStages, uint32_t gpus, uint32_t globalBatch,
+                              uint32_t microBatch, DataType gradDtype);
 
 } // namespace gpusim
 } // namespace ns3

@@ -173,6 +173,7 @@ TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
     row.preset = "dgx-a100";
     row.model = MegatronGptModel(24, 2304, 24);
     row.plan = MegatronPlan(row.model, 1, 1, 32, 512, false);
+    row.flopsPerIteration = MegatronPaperFlops(512, kMegatron2021Seq, 24, 2304, kMegatron2021Vocab);
     row.measuredTflops = 137;
     TrainingValidationRow flat = row, measured = row;
     RunTrainingValidationRow(row, kGemmShapeModel);
@@ -442,4 +443,87 @@ TEST(ValidateTraining, LayerTimesFollowKorthikantiTable4)
     EXPECT_NEAR(selectiveCost, 1.3, 0.05);
     EXPECT_NEAR(sim["baseline with recompute"].backwardMs - sim["baseline no recompute"].backwardMs,
                 sim["baseline no recompute"].forwardMs, 0.05);
+}
+
+// "recipe": "megatron-core" tables: the row's model family and dimensions, and Megatron-Core's
+// plan as NVIDIA's performance recipes run it.
+TEST(ValidateTraining, MegatronCoreRowsBuildTodaysModelAndPlan)
+{
+    TestTempDir dir("validate-training-core");
+    const std::string f = dir.Path("core.json");
+    std::ofstream(f) << R"({"tables": [{"id": "c", "recipe": "megatron-core", "preset": "dgx-h100",
+        "rows": [
+        {"arch": "llama3", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+         "ffn": 14336, "vocab": 128256, "seq_length": 8192, "tp": 2, "pp": 2, "cp": 2,
+         "vpp": 2, "gpus": 64, "batch": 128, "micro_batch": 1, "dtype": "bf16",
+         "grad_dtype": "bf16", "iteration_s": 4.0},
+        {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 131072, "seq_length": 4096,
+         "tp": 1, "pp": 1, "gpus": 48, "batch": 192, "micro_batch": 1,
+         "tied_embeddings": false, "recompute": "selective", "iteration_s": 0.45}]}]})";
+    const auto rows = ReadTrainingValidation(f, "");
+    ASSERT_EQ(rows.size(), 2u);
+    const TrainingValidationRow& llama = rows[0];
+    EXPECT_EQ(llama.model.kvHeads, 8u);
+    EXPECT_EQ(llama.model.ffn, 14336u);
+    EXPECT_EQ(llama.model.vocab, 128256u);
+    EXPECT_EQ(llama.model.seqLength, 8192u);
+    EXPECT_TRUE(llama.model.gatedMlp && llama.model.rmsNorm);
+    EXPECT_FALSE(llama.model.biases || llama.model.learnedPositions || llama.model.dropout ||
+                 llama.model.tiedEmbeddings);
+    EXPECT_EQ(llama.model.dtype, DataType::BF16);
+    EXPECT_EQ(llama.plan.dp, 8u); // 64 / (2 x 2 x 2)
+    EXPECT_EQ(llama.plan.cp, 2u);
+    EXPECT_EQ(llama.plan.virtualStages, 2u);
+    EXPECT_TRUE(llama.plan.sequenceParallel);
+    EXPECT_TRUE(llama.plan.distributedOptimizer && llama.plan.overlapParamGather &&
+                llama.plan.overlapGradReduce && llama.plan.flashAttention);
+    EXPECT_EQ(llama.plan.gradDtype, DataType::BF16);
+    EXPECT_EQ(llama.plan.recompute, Recompute::None);
+    EXPECT_EQ(llama.plan.gradAccum, GradAccumulation::Fused);
+    // TFLOP/s are model FLOPs (no recomputation) over time x GPUs.
+    EXPECT_DOUBLE_EQ(llama.flopsPerIteration, ModelFlopsPerIteration(llama.model, llama.plan));
+    EXPECT_DOUBLE_EQ(llama.measuredTflops, llama.flopsPerIteration / (4.0 * 64) / 1e12);
+    const TrainingValidationRow& gpt = rows[1];
+    EXPECT_TRUE(gpt.model.biases && gpt.model.learnedPositions && gpt.model.dropout);
+    EXPECT_FALSE(gpt.model.tiedEmbeddings || gpt.model.gatedMlp || gpt.model.rmsNorm);
+    EXPECT_EQ(gpt.model.ffn, 4u * 2048);
+    EXPECT_EQ(gpt.model.kvHeads, 16u);
+    EXPECT_FALSE(gpt.plan.sequenceParallel); // TP 1
+    EXPECT_EQ(gpt.plan.dp, 48u);
+    EXPECT_EQ(gpt.plan.gradDtype, DataType::F32);
+    EXPECT_EQ(gpt.plan.recompute, Recompute::Selective);
+}
+
+TEST(ValidateTraining, BadMegatronCoreRowsNameTheRowAndField)
+{
+    TestTempDir dir("validate-training-core-bad");
+    const std::string f = dir.Path("bad.json");
+    const std::string head = R"({"tables": [{"id": "t", "recipe": "megatron-core", "rows": [
+        {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 131072, "seq_length": 4096,
+         "tp": 2, "pp": 1, "batch": 192, "micro_batch": 1, "iteration_s": 0.45, )";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"("gpus": 48, "arch": "mamba")", "'arch'"},
+        {R"("gpus": 47)", "not a multiple of tp x pp x cp"},
+        {R"("gpus": 48, "cp": 0)", "'cp'"},
+        {R"("gpus": 48, "dtype": "int4")", "'dtype'"},
+        {R"("gpus": 48, "grad_dtype": "fp8")", "'grad_dtype'"},
+        {R"("gpus": 48, "tied_embeddings": 1)", "'tied_embeddings'"},
+    };
+    for (const auto& [field, name] : cases)
+    {
+        std::ofstream(f) << head << field << "}]}]}";
+        try
+        {
+            ReadTrainingValidation(f, "");
+            ADD_FAILURE() << "no error for " << field;
+        }
+        catch (const std::runtime_error& e)
+        {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("table t row 1"), std::string::npos) << what;
+            EXPECT_NE(what.find(name), std::string::npos) << what;
+        }
+    }
+    std::ofstream(f) << R"({"tables": [{"id": "t", "recipe": "megatron-2025", "rows": []}]})";
+    EXPECT_THROW(ReadTrainingValidation(f, ""), std::runtime_error);
 }

@@ -158,6 +158,102 @@ ReadRowPlan(simdjson::dom::element re, const ModelSpec& model, uint32_t tp, uint
     return p;
 }
 
+/// An optional key: absent gives `fallback`, present must have the type.
+std::string
+OptionalString(simdjson::dom::element re, const char* key, const std::string& fallback,
+               const std::string& where)
+{
+    simdjson::dom::element e;
+    if (re[key].get(e))
+    {
+        return fallback;
+    }
+    std::string_view v;
+    if (e.get(v))
+    {
+        throw std::runtime_error(where + ": '" + key + "' is not a string");
+    }
+    return std::string(v);
+}
+
+bool
+OptionalBool(simdjson::dom::element re, const char* key, bool fallback, const std::string& where)
+{
+    simdjson::dom::element e;
+    if (re[key].get(e))
+    {
+        return fallback;
+    }
+    bool v = false;
+    if (e.get(v))
+    {
+        throw std::runtime_error(where + ": '" + key + "' is not a boolean");
+    }
+    return v;
+}
+
+uint32_t
+OptionalCount(simdjson::dom::element re, const char* key, uint32_t fallback,
+              const std::string& where)
+{
+    simdjson::dom::element e;
+    return re[key].get(e) ? fallback : RowCount(re, key, where);
+}
+
+/// A row of a "recipe": "megatron-core" table: today's model families (CoreArch) and
+/// Megatron-Core's plan as NVIDIA's performance recipes run it (MegatronCorePlan).
+void
+ReadCoreRow(simdjson::dom::element re, const std::string& where, TrainingValidationRow& r)
+{
+    CoreArch arch;
+    const std::string archName = OptionalString(re, "arch", "gpt", where);
+    if (!ParseCoreArch(archName, arch))
+    {
+        throw std::runtime_error(where + ": 'arch' \"" + archName +
+                                 "\" is not gpt, llama or nemotron");
+    }
+    CoreModelDims d;
+    d.layers = RowCount(re, "layers", where);
+    d.hidden = RowCount(re, "hidden", where);
+    d.heads = RowCount(re, "heads", where);
+    d.kvHeads = OptionalCount(re, "kv_heads", 0, where);
+    d.ffn = OptionalCount(re, "ffn", 0, where);
+    d.vocab = RowCount(re, "vocab", where);
+    d.seqLength = RowCount(re, "seq_length", where);
+    const std::string dtype = OptionalString(re, "dtype", "bf16", where);
+    if (dtype != "bf16" && dtype != "fp16")
+    {
+        throw std::runtime_error(where + ": 'dtype' \"" + dtype + "\" is not bf16 or fp16");
+    }
+    r.model = MegatronCoreModel(d, arch, dtype == "bf16" ? DataType::BF16 : DataType::F16,
+                                OptionalBool(re, "tied_embeddings", arch == CoreArch::Gpt, where));
+    const std::string grad = OptionalString(re, "grad_dtype", "f32", where);
+    if (grad != "f32" && grad != "bf16")
+    {
+        throw std::runtime_error(where + ": 'grad_dtype' \"" + grad + "\" is not f32 or bf16");
+    }
+    try
+    {
+        r.plan = MegatronCorePlan(RowCount(re, "tp", where), RowCount(re, "pp", where),
+                                  OptionalCount(re, "cp", 1, where),
+                                  OptionalCount(re, "vpp", 1, where), RowCount(re, "gpus", where),
+                                  RowCount(re, "batch", where), RowCount(re, "micro_batch", where),
+                                  grad == "f32" ? DataType::F32 : DataType::BF16);
+    }
+    catch (const std::invalid_argument& e)
+    {
+        throw std::runtime_error(where + ": " + e.what());
+    }
+    if (!ParseRecompute(OptionalString(re, "recompute", "none", where), r.plan.recompute))
+    {
+        throw std::runtime_error(where + ": 'recompute' is not \"none\", \"selective\" or "
+                                         "\"full\"");
+    }
+    r.plan.sequenceParallel =
+        OptionalBool(re, "sequence_parallel", r.plan.sequenceParallel, where);
+    r.measuredIterationS = RowNumber(re, "iteration_s", where);
+}
+
 std::string
 Fixed(double v, int digits)
 {
@@ -194,6 +290,13 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
             continue;
         }
         const std::string preset = te["preset"].get(sv) ? "dgx-a100" : std::string(sv);
+        const std::string recipe =
+            te["recipe"].get(sv) ? "megatron-lm-2021" : std::string(sv);
+        if (recipe != "megatron-lm-2021" && recipe != "megatron-core")
+        {
+            throw std::runtime_error(file + ": table " + id + ": 'recipe' \"" + recipe +
+                                     "\" is not megatron-lm-2021 or megatron-core");
+        }
         bool interleaved = false;
         if (te["interleaved"].get(interleaved) == simdjson::INCORRECT_TYPE)
         {
@@ -217,6 +320,23 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
             {
                 r.paramsB = pb;
             }
+            if (recipe == "megatron-core")
+            {
+                ReadCoreRow(re, where, r);
+                try
+                {
+                    ValidatePlan(r.model, r.plan);
+                }
+                catch (const std::exception& e)
+                {
+                    throw std::runtime_error(where + ": " + e.what());
+                }
+                r.flopsPerIteration = ModelFlopsPerIteration(r.model, r.plan);
+                r.measuredTflops =
+                    r.flopsPerIteration / (r.measuredIterationS * r.plan.Gpus()) / 1e12;
+                rows.push_back(r);
+                continue;
+            }
             r.model = MegatronGptModel(RowCount(re, "layers", where), RowCount(re, "hidden", where),
                                        RowCount(re, "heads", where));
             const uint32_t tp = RowCount(re, "tp", where);
@@ -235,13 +355,15 @@ ReadTrainingValidation(const std::string& file, const std::string& only)
             }
             // Published as TFLOP/s per GPU (eq. 3), or as an iteration time that eq. 3 turns
             // into one: the error is then that of the iteration time.
+            r.flopsPerIteration = MegatronPaperFlops(r.plan.globalBatch, kMegatron2021Seq,
+                                                     r.model.layers, r.model.hidden,
+                                                     kMegatron2021Vocab);
             simdjson::dom::element given;
             if (re["iteration_s"].get(given) == simdjson::SUCCESS)
             {
                 r.measuredIterationS = RowNumber(re, "iteration_s", where);
-                r.measuredTflops = MegatronPaperFlops(r.plan.globalBatch, kMegatron2021Seq, r.model.layers,
-                                                      r.model.hidden, kMegatron2021Vocab) /
-                                   (r.measuredIterationS * r.plan.Gpus()) / 1e12;
+                r.measuredTflops =
+                    r.flopsPerIteration / (r.measuredIterationS * r.plan.Gpus()) / 1e12;
             }
             else
             {
@@ -335,6 +457,11 @@ void
 RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
                          double memoryEfficiency, const TrainingSpeed& speed)
 {
+    if (row.flopsPerIteration <= 0)
+    {
+        throw std::invalid_argument("validation row " + row.table +
+                                    " has no FLOP count per iteration");
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const TrainingReport rep = SimulateRow(row, gemmEfficiency, memoryEfficiency, speed, {});
     row.wallS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -350,9 +477,8 @@ RunTrainingValidationRow(TrainingValidationRow& row, double gemmEfficiency,
     }
     row.run = true;
     row.iterationMs = rep.iterationUs / 1e3;
-    const double flops = MegatronPaperFlops(row.plan.globalBatch, kMegatron2021Seq, row.model.layers,
-                                            row.model.hidden, kMegatron2021Vocab);
-    row.simulatedTflops = flops / (rep.iterationUs * 1e-6 * row.plan.Gpus()) / 1e12;
+    row.simulatedTflops =
+        row.flopsPerIteration / (rep.iterationUs * 1e-6 * row.plan.Gpus()) / 1e12;
     row.errorPct = (row.simulatedTflops - row.measuredTflops) / row.measuredTflops * 100;
 }
 

@@ -12,6 +12,13 @@
  * cluster preset and compares the achieved TFLOP/s per GPU computed with the paper's own FLOP
  * count (Narayanan et al. 2021, eq. 3: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration).
  *
+ * A table with "recipe": "megatron-core" holds today's runs (Megatron-Core / NeMo recipes,
+ * MegatronCorePlan): each row gives "arch" (gpt | llama | nemotron), "layers", "hidden",
+ * "heads", optional "kv_heads" and "ffn", "vocab", "seq_length", "tp", "pp", optional "cp" and
+ * "vpp", "gpus", "batch" (global), "micro_batch", "dtype" (bf16 | fp16 | fp8), optional
+ * "grad_dtype" (f32 | bf16), "tied_embeddings", "recompute", "sequence_parallel", and the
+ * measured "iteration_s"; TFLOP/s are model FLOPs (no recomputation) over time x GPUs.
+ *
  * Every row uses the same kernel model: the roofline cost model at the GPU's measured
  * efficiencies (GpuSpec gemmEfficiency / memoryEfficiency, in gpu-spec.cc with their sources);
  * nothing is set per row or fitted on the tables.
@@ -40,6 +47,9 @@ struct TrainingValidationRow
     double paramsB = 0;      //!< published parameter count (billions)
     ModelSpec model;
     TrainingPlan plan;
+    /// FLOPs per iteration behind the TFLOP/s: eq. 3 (2021 tables) or the model FLOPs
+    /// without recomputation (ModelFlopsPerIteration; "recipe": "megatron-core" tables).
+    double flopsPerIteration = 0;
     double measuredTflops = 0; //!< published achieved TFLOP/s per GPU (or from the time)
     double measuredIterationS = 0; //!< published iteration time where given (0: not given)
     bool run = false;          //!< simulated (false: skipped, see note)
