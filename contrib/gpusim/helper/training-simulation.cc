@@ -33,9 +33,11 @@ class ActivityCollector
   public:
     void OnActivity(const StreamActivity& a)
     {
-        // PP send/recv wait for the neighbour stage: pipeline bubble, not communication.
+        // PP send/recv wait for the neighbour stage: pipeline bubble, not communication (the
+        // send/recv of CP rings and of TP ring exchanges are communication).
         if (a.communication && a.op->kind == OpKind::Collective &&
-            (a.op->coll == CollKind::Send || a.op->coll == CollKind::Recv))
+            (a.op->coll == CollKind::Send || a.op->coll == CollKind::Recv) &&
+            a.op->comm.compare(0, 3, "pp.") == 0)
         {
             return;
         }

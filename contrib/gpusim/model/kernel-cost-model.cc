@@ -133,11 +133,13 @@ KernelCostModel::GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuS
     }
     const double smPeak = spec.PeakFlops(g.dtype) / spec.smCount * spec.gemmTileEfficiency;
     const uint64_t batch = std::max<uint64_t>(1, g.batch);
+    // SMs left to a concurrent kernel (Op::gemm.smMargin): fewer tiles per wave.
+    const uint64_t sms = spec.smCount - std::min(g.smMargin, spec.smCount - 1);
     double best = std::numeric_limits<double>::infinity();
     for (const GemmTile& t : GemmTiles())
     {
         const uint64_t tiles = ((g.m + t.m - 1) / t.m) * ((g.n + t.n - 1) / t.n) * batch;
-        const uint64_t waves = (tiles + spec.smCount - 1) / spec.smCount;
+        const uint64_t waves = (tiles + sms - 1) / sms;
         const double tileSeconds = 2.0 * t.m * t.n * double(g.k) / (smPeak * t.relative);
         best = std::min(best, double(waves) * tileSeconds);
     }
@@ -230,7 +232,14 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
                 backward ? spec.attentionBackwardEfficiency : spec.attentionEfficiency;
             efficiency = own > 0 ? own : byShape > 0 ? byShape : gpu > 0 ? gpu : efficiency;
         }
-        t = std::max(t, flops / (spec.PeakFlops(dtype) * efficiency));
+        // A GEMM that leaves SMs to a concurrent kernel (Op::gemm.smMargin) computes at the
+        // share of the peak its SMs have.
+        const double smShare =
+            op.gemm.smMargin && spec.smCount > 1 && !attention
+                ? double(spec.smCount - std::min(op.gemm.smMargin, spec.smCount - 1)) /
+                      spec.smCount
+                : 1.0;
+        t = std::max(t, flops / (spec.PeakFlops(dtype) * efficiency * smShare));
     }
     if (bytes > 0)
     {

@@ -302,6 +302,8 @@ ValidatePlan(const ModelSpec& m, const TrainingPlan& p)
     Require(!p.sequenceParallel || (s / p.cp) % p.tp == 0,
             "sequence parallelism needs TP " + Str(p.tp) + " to divide the sequence " + Str(s) +
                 (p.cp > 1 ? " / CP " + Str(p.cp) + " = " + Str(s / p.cp) : std::string()));
+    Require(!p.tpCommOverlap || p.tp < 2 || p.sequenceParallel,
+            "TP communication overlap needs sequence parallelism (Megatron-Core requires it)");
     Require(p.ep == 1 || m.experts > 0, "expert parallelism needs an MoE model");
     Require(p.ep == 1 || (p.DpCp() % p.ep == 0 && m.experts % p.ep == 0),
             "EP " + Str(p.ep) + " must divide DP " +

@@ -94,6 +94,9 @@ struct TrainingPlan
     /// (Megatron-Core's --overlap-param-gather, on in its and NeMo's recipes) instead of after
     /// the optimizer step.
     bool overlapParamGather = true;
+    /// With SP: TP communication overlapped with the GEMMs next to it, as Transformer Engine's
+    /// userbuffers run it (Megatron-Core's --tp-comm-overlap; off by default there).
+    bool tpCommOverlap = false;
     bool overlapGradReduce = true;     //!< DP reduce per bucket during the last backward
     uint64_t bucketParams = 0;  //!< 0 = Megatron's max(40M, 1M x DP) parameters
     bool flashAttention = true; //!< fused attention: no s^2 activations stored

@@ -307,6 +307,7 @@ ParseKernelFields(const LineReader& r, Op& op)
             op.gemm.n = gr.Unsigned("n", 0, true);
             op.gemm.k = gr.Unsigned("k", 0, true);
             op.gemm.batch = gr.Unsigned("batch", 1);
+            op.gemm.smMargin = static_cast<uint32_t>(gr.UnsignedAtMost("sm_margin", 0, UINT32_MAX));
             std::string dt = gr.String("dtype", "bf16");
             if (!ParseDataType(dt, op.gemm.dtype))
             {
@@ -821,6 +822,10 @@ OpToJsonLine(const Op& op)
             w.Key("gemm").BeginObject();
             w.Key("m").Uint(op.gemm.m).Key("n").Uint(op.gemm.n).Key("k").Uint(op.gemm.k);
             w.Key("batch").Uint(op.gemm.batch).Key("dtype").String(ToString(op.gemm.dtype));
+            if (op.gemm.smMargin)
+            {
+                w.Key("sm_margin").Uint(op.gemm.smMargin);
+            }
             w.EndObject();
         }
         break;

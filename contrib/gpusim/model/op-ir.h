@@ -97,6 +97,10 @@ struct GemmShape
     uint64_t k = 0;
     uint64_t batch = 1;
     DataType dtype = DataType::BF16;
+    /// SMs the GEMM leaves to a concurrent kernel: Transformer Engine's set_sm_margin, which
+    /// sets cuBLASLt's CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET to the GPU's SMs minus this for a
+    /// GEMM overlapped with a communication kernel; 0: the GEMM may use every SM.
+    uint32_t smMargin = 0;
 };
 
 /// One operation. A flat record: which fields matter depends on kind (see doc/op-ir.md).

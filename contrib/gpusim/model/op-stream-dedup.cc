@@ -143,6 +143,7 @@ HashOps(const std::vector<Op>& ops, const std::vector<Op>* ownInits, bool withTi
             h.Value(op.gemm.n);
             h.Value(op.gemm.k);
             h.Value(op.gemm.batch);
+            h.Value(op.gemm.smMargin);
             h.Value(op.gemm.dtype);
             break;
         case OpKind::Memcpy:
@@ -282,7 +283,7 @@ SameOpForSharing(const Op& a, const Op& b)
     auto fields = [](const Op& o) {
         return std::tie(o.kind, o.thread, o.cpuUs, o.stream, o.name, o.durUs, o.bytes, o.grid,
                         o.block, o.sharedMem, o.flops, o.memBytes, o.gemm.m, o.gemm.n, o.gemm.k,
-                        o.gemm.batch, o.gemm.dtype, o.copyKind, o.srcRank, o.dstRank, o.async,
+                        o.gemm.batch, o.gemm.dtype, o.gemm.smMargin, o.copyKind, o.srcRank, o.dstRank, o.async,
                         o.query, o.event, o.flags, o.priority, o.ptr, o.coll, o.comm, o.seq,
                         o.dtype, o.count, o.root, o.peer, o.group, o.nranks, o.token, o.phase,
                         o.recordedUs);

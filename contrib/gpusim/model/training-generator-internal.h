@@ -27,6 +27,7 @@ namespace training_internal
 constexpr int64_t kCompute = 1; //!< compute stream (TP and PP communication stay on it)
 constexpr int64_t kGradComm = 2; //!< DP gradient reduction / parameter gather stream
 constexpr int64_t kCpComm = 3;   //!< CP ring KV / dKV exchange (NCCL's own stream in TE)
+constexpr int64_t kTpComm = 4;   //!< TP communication overlapped with GEMMs (TE userbuffers)
 
 /// One gradient bucket: parameters reduced together once their last gradient is ready.
 struct Bucket
@@ -117,6 +118,14 @@ class RankGenerator
     void CpRingAttention(bool backward);
     void AccumulateGrads(double params);
     void Mlp(bool backward);
+    void MlpActivation(bool backward, double tokens);
+    // TP communication overlapped with the GEMMs (training-tp-overlap.cc).
+    bool TpCommOverlap() const;
+    void RingGatherGemm(const std::string& name, double m, double n, double k);
+    void PipelinedGemmScatter(const std::string& name, double m, double n, double k);
+    void BulkOverlappedBackward(const std::string& name, double m, double n, double k);
+    void OverlappedLayerForward();
+    void OverlappedLayerBackward();
     void EmbeddingForward();
     void EmbeddingBackward();
     void HeadForward();

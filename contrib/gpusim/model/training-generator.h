@@ -100,6 +100,11 @@ struct GeneratedTraining
 /// (RankTrace::opsFrom, their own communicators named in their comm_init lines): a
 /// 1,024-GPU GPT-3 job holds 16 op lists instead of 1,024.
 GeneratedTraining GenerateTraining(const ModelSpec& m, const TrainingPlan& p, bool share = true);
+
+/// Whether the plan's TP communication runs overlapped with the GEMMs (tpCommOverlap with TP > 1
+/// and sequence parallelism, dense layers): then each TP rank's ring neighbours differ, and
+/// the ranks of a stage share one program per TP rank only.
+bool UsesTpCommOverlap(const ModelSpec& m, const TrainingPlan& p);
 /// Writes the job as a trace directory (doc/op-ir.md), one rank at a time, every rank's file
 /// complete (shared op lists expanded with the rank's own comm_init lines).
 void WriteTrainingTrace(const GeneratedTraining& g, const std::string& dir);

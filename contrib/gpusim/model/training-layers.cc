@@ -200,8 +200,7 @@ RankGenerator::Mlp(bool backward)
             Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes); // dispatch
         }
         Gemm(moe ? "expert_fc1" : "fc1", tokens, fc1, h, 1);
-        Kernel(m_m.gatedMlp ? "swiglu" : "gelu", 0,
-               m_e * tokens * f / t * (m_m.gatedMlp ? 3 : 2));
+        MlpActivation(false, tokens);
         Gemm(moe ? "expert_fc2" : "fc2", tokens, h, f / t, 1);
         if (a2a)
         {
@@ -214,8 +213,7 @@ RankGenerator::Mlp(bool backward)
         Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes);
     }
     Gemm(moe ? "expert_fc2_bwd" : "fc2_bwd", tokens, h, f / t, 2);
-    Kernel(m_m.gatedMlp ? "swiglu_bwd" : "gelu_bwd", 0,
-           m_e * tokens * f / t * (m_m.gatedMlp ? 5 : 3));
+    MlpActivation(true, tokens);
     TpRegather(); // SP: the MLP input again, for fc1's weight gradient
     Gemm(moe ? "expert_fc1_bwd" : "fc1_bwd", tokens, fc1, h, 2);
     if (a2a)
@@ -226,6 +224,20 @@ RankGenerator::Mlp(bool backward)
     {
         Gemm("router_bwd", m_tokens, m_m.experts, h, 2);
     }
+}
+
+void
+RankGenerator::MlpActivation(bool backward, double tokens)
+{
+    // GELU (also squared ReLU: one elementwise pass) reads and writes the fc1 output; SwiGLU
+    // reads both halves. Backward: also the forward's input.
+    const double elems = tokens * m_m.ffn / m_p.tp;
+    if (!backward)
+    {
+        Kernel(m_m.gatedMlp ? "swiglu" : "gelu", 0, m_e * elems * (m_m.gatedMlp ? 3 : 2));
+        return;
+    }
+    Kernel(m_m.gatedMlp ? "swiglu_bwd" : "gelu_bwd", 0, m_e * elems * (m_m.gatedMlp ? 5 : 3));
 }
 
 void
@@ -261,6 +273,11 @@ RankGenerator::AccumulateGrads(double params)
 void
 RankGenerator::LayerForward()
 {
+    if (TpCommOverlap())
+    {
+        OverlappedLayerForward();
+        return;
+    }
     const double h = m_m.hidden;
     const double t = m_p.tp;
     Norm(false);
@@ -285,6 +302,12 @@ RankGenerator::LayerBackward()
     if (m_p.recompute == Recompute::Full)
     {
         LayerForward(); // recompute the layer from its stored input
+    }
+    if (TpCommOverlap())
+    {
+        OverlappedLayerBackward();
+        AccumulateGrads(LayerParams(m_m) / t);
+        return;
     }
     TpRegather(); // SP: backward of the MLP's ReduceScatter
     Mlp(true);

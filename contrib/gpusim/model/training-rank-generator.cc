@@ -199,9 +199,9 @@ RankGenerator::Build()
     // reserving once spares the large list's repeated growth.
     m_trace.ops.reserve(size_t(MicroBatches(m_m, m_p)) * (m_m.layers / m_p.pp + 2) * 48 + 4096);
     InitComms();
-    for (int64_t s : {kCompute, kGradComm, kCpComm})
+    for (int64_t s : {kCompute, kGradComm, kCpComm, kTpComm})
     {
-        if (s == kCpComm && m_p.cp < 2)
+        if ((s == kCpComm && m_p.cp < 2) || (s == kTpComm && !TpCommOverlap()))
         {
             continue;
         }

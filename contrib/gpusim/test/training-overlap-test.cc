@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::Plan;
@@ -113,4 +115,115 @@ TEST(TrainingOverlap, ParamGatherNeedsTheDistributedOptimizer)
     EXPECT_EQ(on.iterationUs, off.iterationUs);
     EXPECT_EQ(CommOf(on.stages[0], "param-gather").busyUs, 0);
     EXPECT_GT(CommOf(on.stages[0], "grad-reduce").busyUs, 0);
+}
+
+namespace
+{
+
+/// A GEMM-bound GPT for TP 8 (h 8192, 64 heads, FFN 4h, 2 layers, s 4096): its GEMMs take
+/// hundreds of microseconds, well above the minimum kernel time, so split GEMMs cost their
+/// FLOPs only.
+ModelSpec
+WideGpt()
+{
+    ModelSpec m = WideTinyGpt(4096);
+    m.layers = 2;
+    m.hidden = 8192;
+    m.heads = 64;
+    m.kvHeads = 64;
+    m.ffn = 32768;
+    return m;
+}
+
+TrainingPlan
+Tp8Sp(bool overlap)
+{
+    TrainingPlan p = Plan(8, 1, 1, 1);
+    p.sequenceParallel = true;
+    p.tpCommOverlap = overlap;
+    return p;
+}
+
+} // namespace
+
+// --tp-comm-overlap splits each layer's TP collectives as Transformer Engine's userbuffers do:
+// ring exchanges (7 send/recv steps on TP 8) for qkv and fc1 forward and the fc2 and proj data
+// gradients, 4 pipelined ReduceScatters for proj and fc2 forward, bulk AllGather +
+// ReduceScatter under the qkv and fc1 backward GEMMs. Counted by hand for 2 layers and one
+// micro-batch on stage 0 (which also holds the embedding and the head).
+TEST(TrainingOverlap, TpCommOverlapSplitsTheCollectivesAsUserbuffers)
+{
+    const GeneratedTraining g = GenerateTraining(WideGpt(), Tp8Sp(true));
+    ValidateJobTrace(*g.job);
+    std::map<std::string, uint32_t> n;
+    for (const Op& op : g.job->ranks.at(3).ops) // TP rank 3 has its own program
+    {
+        if (op.kind == OpKind::Collective && op.comm.compare(0, 3, "tp.") == 0)
+        {
+            ++n[std::string(ToString(op.coll)) + (op.stream == 4 ? "@tpstream" : "@compute")];
+            if (op.coll == CollKind::Send)
+            {
+                EXPECT_EQ(op.peer, 4);
+            }
+            if (op.coll == CollKind::Recv)
+            {
+                EXPECT_EQ(op.peer, 2);
+            }
+        }
+        if (op.kind == OpKind::Kernel && op.gemm.smMargin)
+        {
+            EXPECT_EQ(op.gemm.smMargin, 16u); // TE's num_sm for pipeline and bulk
+            ++n["margin_gemm"];
+        }
+    }
+    EXPECT_EQ(n["send@tpstream"], 2u * 4 * 7); // 4 ring GEMMs per layer, 7 steps
+    EXPECT_EQ(n["recv@tpstream"], 2u * 4 * 7);
+    EXPECT_EQ(n["reducescatter@tpstream"], 2u * (2 * 4 + 2)); // pipelined + bulk
+    EXPECT_EQ(n["allgather@tpstream"], 2u * 2);               // bulk
+    // Not overlapped: the embedding's ReduceScatter and the head's AllGather (forward), their
+    // backwards, and the cross-entropy AllReduce.
+    EXPECT_EQ(n["reducescatter@compute"], 2u);
+    EXPECT_EQ(n["allgather@compute"], 2u);
+    EXPECT_EQ(n["allreduce@compute"], 1u);
+    EXPECT_EQ(n["margin_gemm"], 2u * (2 * 4 + 2 * 2));
+    // Each TP rank runs its own program (ring neighbours); DP replicas would share it.
+    EXPECT_EQ(g.job->ranks.at(3).opsFrom, -1);
+}
+
+// The overlap hides most of the TP communication, and costs the GEMMs that share the GPU with
+// a communication kernel the 16 SMs they leave it: exactly (132 / 116 - 1) of their compute
+// time at the roofline's 0.7 of 989.5 TFLOP/s (proj and fc2 forward, qkv and fc1 data and
+// weight gradients; T = 4096 tokens, h 8192, f 32768, TP 8, 2 layers).
+TEST(TrainingOverlap, TpCommOverlapHidesTheCollectivesAtTheCostOfTheirSms)
+{
+    const TrainingReport on = SimulateTraining(GenerateTraining(WideGpt(), Tp8Sp(true)),
+                                               gpusim_test::DgxH100(1));
+    const TrainingReport off = SimulateTraining(GenerateTraining(WideGpt(), Tp8Sp(false)),
+                                                gpusim_test::DgxH100(1));
+    ASSERT_TRUE(on.completed) << on.stuck;
+    ASSERT_TRUE(off.completed) << off.stuck;
+    const StageReport& a = on.stages[0];
+    const StageReport& b = off.stages[0];
+    const double T = 4096, h = 8192, f = 32768, t = 8;
+    const double marginFlops = 2 * (2 * T * h * h / t + 2 * T * h * f / t + 2 * 2 * T * 3 * h / t * h +
+                                    2 * 2 * T * f / t * h);
+    const double extraUs = marginFlops / (989.5e12 * 0.7) * (132.0 / 116 - 1) * 1e6;
+    const double computeOn = a.exposedComputeUs + a.overlapUs;
+    const double computeOff = b.exposedComputeUs + b.overlapUs;
+    EXPECT_NEAR((computeOn - computeOff) / extraUs, 1.0, 0.03)
+        << computeOn << " vs " << computeOff << " us of compute";
+    const CommClassTime tpOn = CommOf(a, "tp");
+    const CommClassTime tpOff = CommOf(b, "tp");
+    EXPECT_EQ(tpOff.hiddenUs, 0);
+    EXPECT_GT(tpOn.hiddenUs, 0.6 * tpOn.busyUs) << tpOn.busyUs;
+    EXPECT_LT(on.iterationUs, off.iterationUs - 0.5 * tpOn.hiddenUs);
+    EXPECT_NE(on.plan.find("TP comm overlap"), std::string::npos) << on.plan;
+}
+
+// Megatron-Core requires sequence parallelism for --tp-comm-overlap.
+TEST(TrainingOverlap, TpCommOverlapNeedsSequenceParallelism)
+{
+    TrainingPlan p = Tp8Sp(true);
+    p.sequenceParallel = false;
+    EXPECT_THROW(ValidatePlan(WideGpt(), p), std::invalid_argument);
 }

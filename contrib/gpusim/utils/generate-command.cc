@@ -26,6 +26,7 @@ const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "
                                             "recompute", "bucket-params", "grad-dtype"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
+                                          "tp-comm-overlap",
                                           "no-flash-attn",
                                           "no-cross-entropy-fusion"};
 
@@ -36,7 +37,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vpp V] [--sp]\n"
           "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
           "         [--recompute none|selective|full] [--distributed-optimizer]\n"
-          "         [--no-overlap-grad-reduce] [--no-overlap-param-gather]\n"
+          "         [--no-overlap-grad-reduce] [--no-overlap-param-gather] [--tp-comm-overlap]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
           "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
@@ -115,6 +116,7 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     plan.distributedOptimizer = o.Has("distributed-optimizer");
     plan.overlapGradReduce = !o.Has("no-overlap-grad-reduce");
     plan.overlapParamGather = !o.Has("no-overlap-param-gather");
+    plan.tpCommOverlap = o.Has("tp-comm-overlap");
     plan.bucketParams = o.Count("bucket-params", 0);
     plan.flashAttention = !o.Has("no-flash-attn");
     plan.crossEntropyFusion = !o.Has("no-cross-entropy-fusion");
