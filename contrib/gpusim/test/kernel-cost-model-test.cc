@@ -214,3 +214,20 @@ TEST(AttentionEfficiency, ByHeadDimAndKeyLengthFromTheH100Table)
     cm->SetAttribute("GemmShapeModel", BooleanValue(true));
     EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(), 1e12 / (989.5e12 * 0.621), 1e-9);
 }
+
+// A GEMM that leaves SMs to an overlapped communication kernel (Op::gemm.smMargin, TE's
+// set_sm_margin) computes on the rest: at the roofline 132/116 of its time for a margin of 16
+// on an H100; by the shape model its tiles run in waves of 116 (2048 x 2048 x 13312: 128
+// tiles of 256 x 128, one wave on 132 SMs, two on 116).
+TEST(GemmShapeModel, SmMarginLeavesTheGemmTheRestOfTheSms)
+{
+    const GpuSpec h100 = Gpu("h100-sxm");
+    Op op = GemmOp(2048, 2048, 13312);
+    const double all = Us(ShapeModel(false), op, h100);
+    const double shapedAll = Us(ShapeModel(), op, h100);
+    op.gemm.smMargin = 16;
+    EXPECT_NEAR(Us(ShapeModel(false), op, h100) / all, 132.0 / 116, 1e-4);
+    EXPECT_NEAR(Us(ShapeModel(), op, h100) / shapedAll, 2.0, 1e-4);
+    op.gemm.smMargin = 1000; // more than the GPU has: one SM is left
+    EXPECT_NEAR(Us(ShapeModel(false), op, h100) / all, 132.0, 1e-3);
+}

@@ -96,6 +96,26 @@ TEST(OpIr, RoundTripPreservesEveryField)
     EXPECT_EQ(back.ranks[0].ops[4].async, false);
 }
 
+TEST(OpIr, GemmSmMarginRoundTripsAndIsChecked)
+{
+    Op op;
+    op.kind = OpKind::Kernel;
+    op.name = "fc2";
+    op.stream = 1;
+    op.gemm.m = 1024;
+    op.gemm.n = 2048;
+    op.gemm.k = 4096;
+    op.gemm.smMargin = 16;
+    const std::string line = OpToJsonLine(op);
+    EXPECT_NE(line.find("\"sm_margin\":16"), std::string::npos) << line;
+    EXPECT_EQ(ParseOpLine(line, "f", 1).gemm.smMargin, 16u);
+    op.gemm.smMargin = 0;
+    EXPECT_EQ(OpToJsonLine(op).find("sm_margin"), std::string::npos); // absent when 0
+    std::string bad = line;
+    bad.replace(bad.find("16"), 2, "-3");
+    EXPECT_THROW(ParseOpLine(bad, "f", 1), TraceFormatError);
+}
+
 TEST(OpIr, MalformedLinesNameFileLineAndReason)
 {
     ExpectBad("{\"op\":\"kernel\"}\n{\"op\":\"kernel\",\"stream\":\n", "invalid JSON", 2);
