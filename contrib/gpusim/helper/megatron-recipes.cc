@@ -68,8 +68,10 @@ MegatronPlan(const ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t gpus, uint32
         }
         p.virtualStages = perStage / run.layersPerVirtualStage;
     }
-    // The scatter/gather optimization is on by default in the 2021 code (an opt-out flag).
+    // The scatter/gather optimization is on by default in the 2021 code (an opt-out flag); its
+    // interleaved schedule blocked on every batched send/recv (no overlap_p2p_comm yet).
     p.scatterGatherP2p = pp > 1;
+    p.overlapP2pComm = false;
     return p;
 }
 

@@ -33,15 +33,16 @@ class ActivityCollector
   public:
     void OnActivity(const StreamActivity& a)
     {
+        const Interval span = {a.start.GetNanoSeconds(), a.end.GetNanoSeconds()};
         // PP send/recv wait for the neighbour stage: pipeline bubble, not communication (the
-        // send/recv of CP rings and of TP ring exchanges are communication).
+        // send/recv of CP rings and of TP ring exchanges are communication); listed as "pp".
         if (a.communication && a.op->kind == OpKind::Collective &&
             (a.op->coll == CollKind::Send || a.op->coll == CollKind::Recv) &&
-            a.op->comm.compare(0, 3, "pp.") == 0)
+            (a.op->comm.compare(0, 3, "pp.") == 0 || a.op->comm.compare(0, 4, "ppg.") == 0))
         {
+            m_byClass["pp"].push_back(span);
             return;
         }
-        const Interval span = {a.start.GetNanoSeconds(), a.end.GetNanoSeconds()};
         (a.communication ? m_comm : m_compute).push_back(span);
         if (a.communication && a.op->kind == OpKind::Collective)
         {

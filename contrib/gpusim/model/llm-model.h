@@ -97,6 +97,10 @@ struct TrainingPlan
     /// With SP: TP communication overlapped with the GEMMs next to it, as Transformer Engine's
     /// userbuffers run it (Megatron-Core's --tp-comm-overlap; off by default there).
     bool tpCommOverlap = false;
+    /// Interleaved schedule: PP transfers posted ahead and waited for only where their tensor
+    /// is needed, overlapping the steps in between (Megatron-Core's overlap_p2p_comm, on by
+    /// default; Megatron turns it off for the non-interleaved schedule, and so does this).
+    bool overlapP2pComm = true;
     bool overlapGradReduce = true;     //!< DP reduce per bucket during the last backward
     uint64_t bucketParams = 0;  //!< 0 = Megatron's max(40M, 1M x DP) parameters
     bool flashAttention = true; //!< fused attention: no s^2 activations stored

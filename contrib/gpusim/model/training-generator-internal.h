@@ -28,6 +28,8 @@ constexpr int64_t kCompute = 1; //!< compute stream (TP and PP communication sta
 constexpr int64_t kGradComm = 2; //!< DP gradient reduction / parameter gather stream
 constexpr int64_t kCpComm = 3;   //!< CP ring KV / dKV exchange (NCCL's own stream in TE)
 constexpr int64_t kTpComm = 4;   //!< TP communication overlapped with GEMMs (TE userbuffers)
+constexpr int64_t kPpForward = 5;  //!< overlapped PP transfers of activations
+constexpr int64_t kPpBackward = 6; //!< overlapped PP transfers of gradients
 
 /// One gradient bucket: parameters reduced together once their last gradient is ready.
 struct Bucket
@@ -81,6 +83,7 @@ class RankGenerator
     // Communicators.
     std::string TpComm() const;
     std::string PpComm() const;
+    std::string PpGradComm() const; //!< overlapped PP: the gradients' own communicator
     std::string DpComm() const;
     std::string EdpComm() const;
     std::string EpComm() const;
@@ -138,6 +141,10 @@ class RankGenerator
     void Forward(const PipeStep& s);
     void Backward(const PipeStep& s);
     void P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep>* next);
+    /// Megatron-Core's interleaved schedule with overlap_p2p_comm: each step's transfers run on
+    /// the PP stream of their direction while the next steps compute.
+    void OverlappedPipeline(const std::vector<PipeStep>& order);
+    uint64_t PostP2p(bool forward, bool send, bool recv);
     void PlanBuckets();
     void ReduceBucket(int b);
     void GatherBucket(int b);

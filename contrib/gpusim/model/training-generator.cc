@@ -270,6 +270,7 @@ DescribePlan(const TrainingPlan& p)
        << (p.distributedOptimizer ? ", distributed optimizer" : "")
        << (p.distributedOptimizer && !p.overlapParamGather ? " (no param-gather overlap)" : "")
        << (p.tpCommOverlap ? ", TP comm overlap" : "")
+       << (p.virtualStages > 1 && !p.overlapP2pComm ? ", no PP overlap" : "")
        << (p.overlapGradReduce ? "" : ", no grad-reduce overlap")
        << (p.flashAttention ? "" : ", unfused attention")
        << (p.scatterGatherP2p ? ", scatter/gather p2p" : "");

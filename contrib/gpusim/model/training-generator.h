@@ -105,6 +105,9 @@ GeneratedTraining GenerateTraining(const ModelSpec& m, const TrainingPlan& p, bo
 /// and sequence parallelism, dense layers): then each TP rank's ring neighbours differ, and
 /// the ranks of a stage share one program per TP rank only.
 bool UsesTpCommOverlap(const ModelSpec& m, const TrainingPlan& p);
+/// Whether the plan's PP transfers are overlapped (overlapP2pComm with PP > 1 and the
+/// interleaved schedule).
+bool UsesP2pOverlap(const TrainingPlan& p);
 /// Writes the job as a trace directory (doc/op-ir.md), one rank at a time, every rank's file
 /// complete (shared op lists expanded with the rank's own comm_init lines).
 void WriteTrainingTrace(const GeneratedTraining& g, const std::string& dir);

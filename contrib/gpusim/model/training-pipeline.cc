@@ -257,6 +257,105 @@ RankGenerator::P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep
     }
 }
 
+void
+RankGenerator::OverlappedPipeline(const std::vector<PipeStep>& order)
+{
+    // forward_backward_pipelining_with_interleaving with overlap_p2p_comm: after each step the
+    // rank sends its output and posts the receive of the next step of the same direction
+    // (send_forward_recv_forward, send_backward_recv_backward, asynchronous), and waits for a
+    // received tensor only right before the step that needs it. Activations and gradients go
+    // on their own streams (PyTorch runs point-to-point ops per peer pair, so a pending
+    // receive from one neighbour never holds a send to the other) and their own
+    // communicators: NCCL matches a pair's sends and receives in the order they were issued,
+    // the engine in the order their streams reach them, and per direction the two agree (with
+    // PP 2 one pair of ranks carries both directions).
+    auto needsInput = [&](const PipeStep& s) {
+        return s.forward ? !FirstChunk(s.chunk) : !LastChunk(s.chunk);
+    };
+    auto hasOutput = [&](const PipeStep& s) {
+        return s.forward ? !LastChunk(s.chunk) : !FirstChunk(s.chunk);
+    };
+    const int n = static_cast<int>(order.size());
+    std::vector<int> nextSame(n, -1);
+    int nextForward = -1;
+    int nextBackward = -1;
+    for (int j = n - 1; j >= 0; --j)
+    {
+        nextSame[j] = order[j].forward ? nextForward : nextBackward;
+        (order[j].forward ? nextForward : nextBackward) = j;
+    }
+    std::vector<uint64_t> arrived(n, 0);
+    // The first step of each direction has no earlier step of its direction to post its
+    // receive with: both are posted at the start (Megatron posts the first backward's with the
+    // last warm-up forward; its stream reaches it at once either way).
+    for (int first : {nextForward, nextBackward})
+    {
+        if (first >= 0 && needsInput(order[first]))
+        {
+            arrived[first] = PostP2p(order[first].forward, false, true);
+        }
+    }
+    for (int j = 0; j < n; ++j)
+    {
+        if (arrived[j])
+        {
+            WaitEvent(kCompute, arrived[j]);
+        }
+        order[j].forward ? Forward(order[j]) : Backward(order[j]);
+        const int k = nextSame[j];
+        const bool send = hasOutput(order[j]);
+        const bool recv = k >= 0 && needsInput(order[k]);
+        if (send || recv)
+        {
+            const uint64_t done = PostP2p(order[j].forward, send, recv);
+            if (recv)
+            {
+                arrived[k] = done;
+            }
+        }
+    }
+}
+
+uint64_t
+RankGenerator::PostP2p(bool forward, bool send, bool recv)
+{
+    const int64_t stream = forward ? kPpForward : kPpBackward;
+    const int32_t nextStage = static_cast<int32_t>((m_pos.stage + 1) % m_p.pp);
+    const int32_t prevStage = static_cast<int32_t>((m_pos.stage + m_p.pp - 1) % m_p.pp);
+    const double bytes = m_e * LocalTokens() * m_m.hidden;
+    if (send)
+    {
+        WaitEvent(stream, RecordEvent(kCompute)); // the output exists
+    }
+    const uint64_t group = m_nextGroup++;
+    auto p2p = [&](CollKind kind, int32_t peer) {
+        Op& op = Push(OpKind::Collective, stream);
+        op.coll = kind;
+        op.comm = forward ? PpComm() : PpGradComm();
+        op.peer = peer;
+        op.dtype = m_m.dtype;
+        op.bytes = static_cast<uint64_t>(std::llround(bytes));
+        op.count = op.bytes / DataTypeSize(op.dtype);
+        op.group = group;
+    };
+    if (send)
+    {
+        p2p(CollKind::Send, forward ? nextStage : prevStage);
+    }
+    if (recv)
+    {
+        p2p(CollKind::Recv, forward ? prevStage : nextStage);
+    }
+    return RecordEvent(stream);
+}
+
 } // namespace training_internal
+
+bool
+UsesP2pOverlap(const TrainingPlan& p)
+{
+    return p.overlapP2pComm && p.pp > 1 && p.virtualStages > 1;
+}
+
 } // namespace gpusim
 } // namespace ns3

@@ -27,6 +27,12 @@ RankGenerator::PpComm() const
 }
 
 std::string
+RankGenerator::PpGradComm() const
+{
+    return "ppg.d" + std::to_string(m_pos.dp) + ".t" + std::to_string(m_pos.tp) + CpSuffix();
+}
+
+std::string
 RankGenerator::DpComm() const
 {
     return "dp.s" + std::to_string(m_pos.stage) + ".t" + std::to_string(m_pos.tp);
@@ -97,6 +103,10 @@ RankGenerator::InitComms()
     };
     init(TpComm(), m_p.tp, m_pos.tp);
     init(PpComm(), m_p.pp, m_pos.stage);
+    if (UsesP2pOverlap(m_p))
+    {
+        init(PpGradComm(), m_p.pp, m_pos.stage);
+    }
     init(DpComm(), m_p.DpCp(), DpCpRank()); // weights are replicated over DP x CP
     init(CpComm(), m_p.cp, m_pos.cp);
     if (m_m.experts)
@@ -199,9 +209,10 @@ RankGenerator::Build()
     // reserving once spares the large list's repeated growth.
     m_trace.ops.reserve(size_t(MicroBatches(m_m, m_p)) * (m_m.layers / m_p.pp + 2) * 48 + 4096);
     InitComms();
-    for (int64_t s : {kCompute, kGradComm, kCpComm, kTpComm})
+    for (int64_t s : {kCompute, kGradComm, kCpComm, kTpComm, kPpForward, kPpBackward})
     {
-        if ((s == kCpComm && m_p.cp < 2) || (s == kTpComm && !TpCommOverlap()))
+        if ((s == kCpComm && m_p.cp < 2) || (s == kTpComm && !TpCommOverlap()) ||
+            ((s == kPpForward || s == kPpBackward) && !UsesP2pOverlap(m_p)))
         {
             continue;
         }
@@ -224,7 +235,13 @@ RankGenerator::Build()
         StartParamGathers();
     }
     const std::vector<std::vector<PipeStep>> segments =
-        PipelineSegments(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages);
+        UsesP2pOverlap(m_p)
+            ? std::vector<std::vector<PipeStep>>()
+            : PipelineSegments(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages);
+    if (UsesP2pOverlap(m_p))
+    {
+        OverlappedPipeline(PipelineOrder(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages));
+    }
     for (size_t i = 0; i < segments.size(); ++i)
     {
         P2p(i > 0 ? &segments[i - 1] : nullptr, &segments[i]);

@@ -26,7 +26,7 @@ const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "
                                             "recompute", "bucket-params", "grad-dtype"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
-                                          "tp-comm-overlap",
+                                          "tp-comm-overlap", "no-overlap-p2p-comm",
                                           "no-flash-attn",
                                           "no-cross-entropy-fusion"};
 
@@ -38,6 +38,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
           "         [--recompute none|selective|full] [--distributed-optimizer]\n"
           "         [--no-overlap-grad-reduce] [--no-overlap-param-gather] [--tp-comm-overlap]\n"
+          "         [--no-overlap-p2p-comm]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
           "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
@@ -117,6 +118,7 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     plan.overlapGradReduce = !o.Has("no-overlap-grad-reduce");
     plan.overlapParamGather = !o.Has("no-overlap-param-gather");
     plan.tpCommOverlap = o.Has("tp-comm-overlap");
+    plan.overlapP2pComm = !o.Has("no-overlap-p2p-comm");
     plan.bucketParams = o.Count("bucket-params", 0);
     plan.flashAttention = !o.Has("no-flash-attn");
     plan.crossEntropyFusion = !o.Has("no-cross-entropy-fusion");

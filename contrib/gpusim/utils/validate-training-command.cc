@@ -252,6 +252,7 @@ ReadCoreRow(simdjson::dom::element re, const std::string& where, TrainingValidat
     r.plan.sequenceParallel =
         OptionalBool(re, "sequence_parallel", r.plan.sequenceParallel, where);
     r.plan.tpCommOverlap = OptionalBool(re, "tp_comm_overlap", false, where);
+    r.plan.overlapP2pComm = OptionalBool(re, "overlap_p2p_comm", true, where);
     r.measuredIterationS = RowNumber(re, "iteration_s", where);
 }
 
