@@ -253,6 +253,11 @@ SimulateTraining(const GeneratedTraining& g,
                                     " GPUs but the cluster has " + std::to_string(gpus.GetN()));
     }
     const GpuSpec& spec = first->GetSpec();
+    if (g.plan.fp8 != Fp8Recipe::None && !spec.HasFp8())
+    {
+        throw std::invalid_argument("fp8 training needs FP8 tensor cores, which " + spec.name +
+                                    " does not have");
+    }
     TrainingReport r = ReportHeader(g, spec.memoryBytes, spec.PeakFlops(g.model.dtype));
     // The device memory model would record the failed allocation and go on as if nothing had
     // been allocated: an infeasible plan is reported here instead, and not simulated.

@@ -31,6 +31,12 @@ GpuSpec::PeakFlops(DataType t) const
 }
 
 bool
+GpuSpec::HasFp8() const
+{
+    return peakFlops.count(DataType::F8E4M3) > 0;
+}
+
+bool
 LookupGpuSpec(const std::string& model, GpuSpec& out)
 {
     // Dense (no sparsity) peaks from NVIDIA's datasheets: H100 Tensor Core GPU datasheet
@@ -61,6 +67,19 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
         // "Maximum Achievable Matmul FLOPS comparison table", H100 SXM, torch 2.7.0+cu126).
         // That shape is 8 x 16 = 128 tiles of 256 x 128 on 132 SMs: one wave, 128/132 full.
         s.gemmTileEfficiency = 794.5e12 / (989.5e12 * 128.0 / 132.0); // 0.828
+        // FP8 GEMMs: the same table's FP8 (float8_e4m3fn) row for the H100 SXM, same torch
+        // 2.7.0+cu126: 1402.6 TFLOP/s at 1024 x 9216 x 14336, 0.709 of the 1979 TFLOP/s FP8
+        // peak against BF16's 794.5 / 989.5 = 0.803 (ml-engineering at commit 744d01e1,
+        // compute/accelerator/README.md). FP8 GEMMs reach 0.883 of BF16's efficiency (1.765 x
+        // its throughput): the roofline prices them at ComputeEfficiency x 0.883 of the FP8
+        // peak (0.618 with the default 0.7: 1223 TFLOP/s), the shape model at 0.828 x 0.883 =
+        // 0.731 per tile. Not derived like gemmTileEfficiency from the FP8 maximum's own shape:
+        // 288 tiles of 256 x 128 in 3 waves of 132 (288/396 full) would need 1402.6 / (1979 x
+        // 288/396) = 0.975 per tile, and the H200 row of the same table (1453.4 TFLOP/s at
+        // 1280 x 4096 x 12032, 160 tiles in 2 waves) 1.21 > 1: the six-tile wave model does
+        // not describe cuBLAS's Hopper FP8 kernels at those shapes, so the ratio of the two
+        // maxima carries over instead.
+        s.fp8GemmRelativeEfficiency = (1402.6e12 / 1979e12) / (794.5e12 / 989.5e12); // 0.883
         // Fused attention as PyTorch runs it (scaled_dot_product_attention, causal, bf16),
         // measured on an H100 80GB HBM3 with torch 2.11.0+cu130 (bench/device/gpt-layer.py;
         // results in contrib/gpusim/test/data/h100/, doc/validation.md "Kernels on a real

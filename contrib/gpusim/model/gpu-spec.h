@@ -58,9 +58,16 @@ struct GpuSpec
     /// tile reaches on its SM, so that a GEMM whose tiles fill every SM in every wave runs at
     /// this fraction of peak. Derived in gpu-spec.cc from a published measured GEMM; 0 = none.
     double gemmTileEfficiency = 0;
+    /// FP8 GEMMs: the fraction of the FP8 peak they reach over the fraction of the 16-bit peak
+    /// 16-bit GEMMs reach, both measured the same way (gpu-spec.cc). The cost model prices an
+    /// FP8 GEMM at ComputeEfficiency x this of the FP8 peak (shape model: gemmTileEfficiency x
+    /// this); 0 = 1 (the 16-bit efficiency).
+    double fp8GemmRelativeEfficiency = 0;
 
     /// Peak for a dtype; falls back to F32 then to the largest entry.
     double PeakFlops(DataType t) const;
+    /// Whether the GPU has FP8 tensor cores (an F8E4M3 peak).
+    bool HasFp8() const;
 };
 
 /// Built-in GPU models: "h100-sxm", "h200-sxm", "a100-sxm" (published datasheet numbers).

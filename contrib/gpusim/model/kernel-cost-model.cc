@@ -57,7 +57,7 @@ KernelCostModel::GetTypeId()
                           MakeDoubleAccessor(&KernelCostModel::m_minKernelUs),
                           MakeDoubleChecker<double>(0.0))
             .AddAttribute("GemmShapeModel",
-                          "FP16/BF16 GEMMs with a shape, on a GPU with a GEMM tile efficiency "
+                          "FP16/BF16/FP8 GEMMs with a shape, on a GPU with a GEMM tile efficiency "
                           "(GpuSpec::gemmTileEfficiency): compute time from output tiles and "
                           "waves over the SMs instead of ComputeEfficiency",
                           BooleanValue(false),
@@ -131,7 +131,11 @@ KernelCostModel::GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuS
     {
         return 0;
     }
-    const double smPeak = spec.PeakFlops(g.dtype) / spec.smCount * spec.gemmTileEfficiency;
+    const bool fp8 = g.dtype == gpusim::DataType::F8E4M3 || g.dtype == gpusim::DataType::F8E5M2;
+    const double relative =
+        fp8 && spec.fp8GemmRelativeEfficiency > 0 ? spec.fp8GemmRelativeEfficiency : 1;
+    const double smPeak =
+        spec.PeakFlops(g.dtype) / spec.smCount * spec.gemmTileEfficiency * relative;
     const uint64_t batch = std::max<uint64_t>(1, g.batch);
     // SMs left to a concurrent kernel (Op::gemm.smMargin): fewer tiles per wave.
     const uint64_t sms = spec.smCount - std::min(g.smMargin, spec.smCount - 1);
@@ -207,11 +211,12 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
     }
     double t = m_minKernelUs * 1e-6;
     const bool half = dtype == gpusim::DataType::F16 || dtype == gpusim::DataType::BF16;
+    const bool fp8 = dtype == gpusim::DataType::F8E4M3 || dtype == gpusim::DataType::F8E5M2;
     // Fused attention carries FLOPs, and from the generator its geometry in the shape (query
     // and key tokens, head dim): not a GEMM.
     bool backward = false;
     const bool attention = flops > 0 && IsFusedAttention(op.name, backward);
-    const double shaped = !attention && m_gemmShapeModel && half && op.gemm.m
+    const double shaped = !attention && m_gemmShapeModel && (half || fp8) && op.gemm.m
                               ? GemmShapeSeconds(op.gemm, spec)
                               : 0;
     if (shaped > 0)
@@ -231,6 +236,12 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
             const double gpu =
                 backward ? spec.attentionBackwardEfficiency : spec.attentionEfficiency;
             efficiency = own > 0 ? own : byShape > 0 ? byShape : gpu > 0 ? gpu : efficiency;
+        }
+        else if (fp8 && op.gemm.m && spec.fp8GemmRelativeEfficiency > 0)
+        {
+            // An FP8 GEMM: the 16-bit efficiency scaled by the GPU's measured FP8 / 16-bit
+            // ratio (gpu-spec.cc), at the FP8 peak.
+            efficiency *= spec.fp8GemmRelativeEfficiency;
         }
         // A GEMM that leaves SMs to a concurrent kernel (Op::gemm.smMargin) computes at the
         // share of the peak its SMs have.

@@ -3,9 +3,10 @@
  *  - RecordedDurationCostModel: the duration recorded in the op (trace replay); falls back to
  *    a roofline estimate when the op carries none;
  *  - RooflineCostModel: max(FLOPs / (peak * eff), bytes / (HBM * eff)) from the GpuSpec.
- * With the attribute GemmShapeModel, the compute time of a 16-bit GEMM on a GPU that has the
- * data (GpuSpec::gemmTileEfficiency) comes from its output tiles and the waves they run in
- * over the SMs (GemmShapeSeconds; doc/validation.md, "GEMM shape model").
+ * With the attribute GemmShapeModel, the compute time of a 16-bit or FP8 GEMM on a GPU that
+ * has the data (GpuSpec::gemmTileEfficiency) comes from its output tiles and the waves they run
+ * in over the SMs (GemmShapeSeconds; doc/validation.md, "GEMM shape model"). FP8 GEMMs run at
+ * the FP8 peak times the 16-bit efficiency times GpuSpec::fp8GemmRelativeEfficiency.
  */
 #ifndef GPUSIM_KERNEL_COST_MODEL_H
 #define GPUSIM_KERNEL_COST_MODEL_H
@@ -54,6 +55,7 @@ class KernelCostModel : public Object
     /// Compute time in seconds of GEMM `g` by the shape model: for each tile, waves =
     /// ceil(tiles x batch / SMs), time = waves x 2 tm tn k / (SM peak x gemmTileEfficiency x
     /// relative); the fastest tile is taken (cuBLAS's heuristics choose among its kernels).
+    /// FP8: the FP8 peak, the tile efficiency times fp8GemmRelativeEfficiency.
     /// Returns 0 when the spec has no gemmTileEfficiency.
     static double GemmShapeSeconds(const gpusim::GemmShape& g, const gpusim::GpuSpec& spec);
 
@@ -74,7 +76,7 @@ class KernelCostModel : public Object
     double m_attentionBackwardEfficiency; //!< fused attention backward (0: as above)
     double m_memoryEfficiency;  //!< fraction of HBM bandwidth reached by memory-bound kernels
     double m_minKernelUs;       //!< smallest kernel time (launch + tail), microseconds
-    bool m_gemmShapeModel;      //!< 16-bit GEMMs with a shape: tile and wave quantization
+    bool m_gemmShapeModel;      //!< 16-bit / FP8 GEMMs with a shape: tile and wave quantization
 
   private:
     struct ScaleRule

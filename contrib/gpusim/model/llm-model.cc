@@ -318,6 +318,21 @@ ValidatePlan(const ModelSpec& m, const TrainingPlan& p)
     Require(p.virtualStages == 1 || mb % p.pp == 0,
             "the interleaved schedule needs micro-batches (" + Str(mb) +
                 ") to be a multiple of PP " + Str(p.pp));
+    if (p.fp8 != Fp8Recipe::None)
+    {
+        // Transformer Engine's assert_dim_for_fp8_exec (transformer_engine/pytorch/utils.py):
+        // an fp8 GEMM operand's leading dims must multiply to a multiple of 8 and its last dim
+        // be a multiple of 16; here the tokens of a GEMM and every weight's input and output
+        // width (QKV, projection, fc1, fc2 on one TP rank).
+        const uint32_t tokens = s / p.cp * p.microBatch;
+        const uint32_t qkv = (m.hidden + 2 * m.kvHeads * m.HeadDim()) / p.tp;
+        const uint32_t fc1 = m.ffn * (m.gatedMlp ? 2 : 1) / p.tp;
+        Require(tokens % 8 == 0 && m.hidden % 16 == 0 && (m.hidden / p.tp) % 16 == 0 &&
+                    (m.ffn / p.tp) % 16 == 0 && qkv % 8 == 0 && fc1 % 8 == 0,
+                "fp8 GEMMs need their tokens (" + Str(tokens) + ") to be a multiple of 8 and " +
+                    "hidden " + Str(m.hidden) + ", hidden / TP and ffn / TP to be multiples " +
+                    "of 16");
+    }
 }
 
 const char*
@@ -339,6 +354,40 @@ bool
 ParseRecompute(const std::string& s, Recompute& out)
 {
     for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    {
+        if (s == ToString(r))
+        {
+            out = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char*
+ToString(Fp8Recipe r)
+{
+    switch (r)
+    {
+    case Fp8Recipe::None:
+        return "none";
+    case Fp8Recipe::Delayed:
+        return "delayed";
+    case Fp8Recipe::CurrentScaling:
+        return "current";
+    }
+    return "?";
+}
+
+bool
+ParseFp8Recipe(const std::string& s, Fp8Recipe& out)
+{
+    if (s == "tensorwise")
+    {
+        out = Fp8Recipe::CurrentScaling; // Megatron-Core's name for it
+        return true;
+    }
+    for (Fp8Recipe r : {Fp8Recipe::None, Fp8Recipe::Delayed, Fp8Recipe::CurrentScaling})
     {
         if (s == ToString(r))
         {
@@ -401,6 +450,22 @@ TotalParams(const ModelSpec& m)
     p += m.rmsNorm ? h : 2 * h; // final norm
     p += m.tiedEmbeddings ? 0 : double(m.vocab) * h;
     return p;
+}
+
+double
+LayerFp8WeightParams(const ModelSpec& m, const TrainingPlan& p)
+{
+    const double h = m.hidden;
+    const double f = m.ffn;
+    const double qkv = h + 2.0 * m.kvHeads * m.HeadDim();
+    const double mlp = h * f * (m.gatedMlp ? 2 : 1) + f * h;
+    return (h * qkv + h * h + mlp * (m.experts ? double(m.experts) / p.ep : 1)) / p.tp;
+}
+
+double
+LayerFp8Gemms(const ModelSpec& m, const TrainingPlan& p)
+{
+    return m.experts ? 2 + 2.0 * m.experts / p.ep : 4;
 }
 
 double

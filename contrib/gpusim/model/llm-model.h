@@ -75,6 +75,21 @@ enum class GradAccumulation : uint8_t
     Autograd,
 };
 
+/// fp8 training as Megatron-Core runs it through Transformer Engine with --fp8-format hybrid
+/// (doc/generate.md "fp8"): the GEMMs of the transformer layers' TE linear modules in fp8
+/// (E4M3 forward, E5M2 gradients), attention, embedding and output layer in the model dtype.
+enum class Fp8Recipe : uint8_t
+{
+    None,
+    /// TE DelayedScaling (Megatron-Core's --fp8-recipe delayed, its default): each tensor's
+    /// scale comes from the amax history; the amaxes are reduced and the scales updated once
+    /// per fp8_autocast region and direction.
+    Delayed,
+    /// TE Float8CurrentScaling (Megatron-Core's --fp8-recipe tensorwise): each quantization
+    /// first takes the tensor's own amax (an extra pass), no history.
+    CurrentScaling,
+};
+
 struct TrainingPlan
 {
     uint32_t tp = 1;
@@ -114,6 +129,7 @@ struct TrainingPlan
     /// recipes run it). false: Megatron-LM's own default, vocab_parallel_cross_entropy, eager
     /// passes over the logits cast to fp32 (and the 2021 code's only choice).
     bool crossEntropyFusion = true;
+    Fp8Recipe fp8 = Fp8Recipe::None; //!< fp8 GEMMs in the transformer layers (hybrid format)
 
     uint32_t Gpus() const
     {
@@ -147,6 +163,9 @@ void ValidatePlan(const ModelSpec& m, const TrainingPlan& p);
 
 const char* ToString(Recompute r);
 bool ParseRecompute(const std::string& s, Recompute& out);
+/// "none", "delayed", "current" (Megatron-Core's "tensorwise" is accepted as "current").
+const char* ToString(Fp8Recipe r);
+bool ParseFp8Recipe(const std::string& s, Fp8Recipe& out);
 
 /// Resolved numbers of a (model, plan) pair.
 uint32_t SeqLength(const ModelSpec& m, const TrainingPlan& p);
@@ -160,6 +179,14 @@ uint64_t PaddedVocab(const ModelSpec& m, uint32_t tp);
 double LayerParams(const ModelSpec& m);
 /// Parameters of the whole model (unpadded vocabulary, one copy of tied embeddings).
 double TotalParams(const ModelSpec& m);
+/// Weights of one transformer layer's fp8 GEMMs held by one TP rank (QKV, projection, fc1,
+/// fc2; MoE: the rank's experts' fc1 and fc2, not the router), no biases: what Transformer
+/// Engine casts to fp8 (with its transpose) once per iteration and keeps cached.
+double LayerFp8WeightParams(const ModelSpec& m, const TrainingPlan& p);
+/// fp8 GEMMs per transformer layer on one rank: 4, MoE 2 + 2 x local experts (TE's
+/// GroupedLinear runs one GEMM per local expert). Delayed scaling keeps 3 amaxes per GEMM
+/// forward (input, weight, output) and 2 backward (gradient output, gradient input).
+double LayerFp8Gemms(const ModelSpec& m, const TrainingPlan& p);
 
 /// Model FLOPs of one iteration: 3 x forward (no recomputation), the forward of one token
 /// being 2 x (attention and MLP weights it uses) + 4 s h (attention scores and values) per

@@ -2,7 +2,8 @@
  * RankGenerator, the builder of one rank's op list, shared by the files of the training
  * generator (training-generator.h): training-rank-generator.cc (communicators, op emission,
  * the iteration), training-layers.cc (the ops of each model piece), training-pipeline.cc
- * (pipeline schedules) and training-optimizer.cc (gradient buckets, optimizer step).
+ * (pipeline schedules), training-optimizer.cc (gradient buckets, optimizer step) and
+ * training-fp8.cc (fp8 GEMMs and Transformer Engine's casts and scaling bookkeeping).
  * Internal: included by relative name from model/ and not staged or installed as an ns3/
  * header.
  */
@@ -101,6 +102,12 @@ class RankGenerator
     void AttentionKernel(const std::string& name, double flops, double bytes, double queryTokens,
                          double keyTokens);
     void Gemm(const std::string& name, double m, double n, double k, uint64_t batch);
+    /// A transformer layer's linear GEMM (batch 1 forward, 2 backward): in fp8 under an fp8
+    /// plan (E4M3 forward, E5M2 backward), with the weight's fp8 cast before the first
+    /// micro-batch's forward (`experts` weights of n x k: MoE), else as Gemm().
+    /// `batch` 0: 1 forward, 2 backward (data and weight gradient); TP overlap splits them.
+    void LinearGemm(const std::string& name, double m, double n, double k, bool backward,
+                    double experts = 1, uint64_t batch = 0);
     void Coll(CollKind kind, const std::string& comm, uint32_t nranks, double bytes,
               int64_t stream = kCompute, DataType dtype = DataType::BF16);
     void Malloc(uint64_t ptr, double bytes, const std::string& name);
@@ -124,15 +131,50 @@ class RankGenerator
     void MlpActivation(bool backward, double tokens);
     // TP communication overlapped with the GEMMs (training-tp-overlap.cc).
     bool TpCommOverlap() const;
-    void RingGatherGemm(const std::string& name, double m, double n, double k);
+    void RingGatherGemm(const std::string& name, double m, double n, double k, bool backward);
     void PipelinedGemmScatter(const std::string& name, double m, double n, double k);
     void BulkOverlappedBackward(const std::string& name, double m, double n, double k);
+    /// One part of a split linear GEMM (batch 1; the weights cast with the first part only).
+    void SplitGemm(const std::string& name, double m, double n, double k, bool backward,
+                   bool first, uint32_t smMargin);
     void OverlappedLayerForward();
     void OverlappedLayerBackward();
     void EmbeddingForward();
     void EmbeddingBackward();
     void HeadForward();
     void HeadBackward();
+    // fp8 (training-fp8.cc; doc/generate.md "fp8"). Without fp8 each falls back to what the
+    // model dtype runs (or nothing).
+    bool Fp8() const
+    {
+        return m_p.fp8 != Fp8Recipe::None;
+    }
+    /// Current scaling: the amax pass over `elems` values of the model dtype (unless a fused
+    /// kernel already took it), its reduction over TP when the quantized tensor is all-gathered
+    /// (SP), and the scale computed from it.
+    void Fp8CurrentScale(double elems, bool amaxFused, bool tpReduce);
+    /// Column-parallel LayerNormLinear input (QKV, dense fc1): the norm writing fp8, with SP
+    /// the all-gather in fp8, without it the transpose the weight-gradient GEMM needs.
+    /// Without fp8: Norm(false) and TpForward(true). `allGather` false: the caller gathers
+    /// (TP overlap's ring exchange).
+    void NormLinearInput(bool allGather = true);
+    /// Cast (with transpose) of a GEMM operand of `elems` model-dtype values that no kernel
+    /// before it wrote in fp8: the input of a row-parallel Linear (projection, fc2, experts)
+    /// or a gradient output of a column-parallel one.
+    void Fp8CastTranspose(double elems);
+    /// The gradient output of a row-parallel Linear (projection, dense fc2), T x h: without SP
+    /// cast and transposed; with SP cast, all-gathered in fp8 and transposed. Without fp8:
+    /// TpRegather(). `allGather` false: only the local cast; the caller gathers and transposes
+    /// (TP overlap's ring exchange).
+    void RowGradOutput(bool allGather = true);
+    /// SP: the saved fp8 input of a LayerNormLinear all-gathered again and transposed for the
+    /// weight-gradient GEMM. Without fp8: TpRegather().
+    void NormLinearRegather();
+    /// Delayed scaling, at the end of a model chunk's forward (autocast exit) or backward (the
+    /// first fp8 module's backward): concatenate the rank's amaxes, all-reduce them over the
+    /// amax group (TP x CP x DP), update the amax histories and scales in one fused kernel.
+    void Fp8AmaxUpdate(bool forward);
+    std::string AmaxComm() const;
     // Schedule.
     bool FirstChunk(uint32_t chunk) const;
     bool LastChunk(uint32_t chunk) const;
@@ -161,6 +203,8 @@ class RankGenerator
     uint32_t m_rank;
     RankPosition m_pos;
     bool m_firstBackward = false; //!< the backward being emitted is its chunk's first micro-batch
+    bool m_castWeights = false;   //!< fp8: the forward being emitted casts the weights (TE's
+                                  //!< is_first_microbatch: the chunk's first micro-batch)
     double m_e;
     double m_s;
     double m_tokens;

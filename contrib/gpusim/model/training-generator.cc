@@ -273,6 +273,8 @@ DescribePlan(const TrainingPlan& p)
        << (p.virtualStages > 1 && !p.overlapP2pComm ? ", no PP overlap" : "")
        << (p.overlapGradReduce ? "" : ", no grad-reduce overlap")
        << (p.flashAttention ? "" : ", unfused attention")
+       << (p.fp8 == Fp8Recipe::Delayed ? ", fp8 hybrid (delayed scaling)" : "")
+       << (p.fp8 == Fp8Recipe::CurrentScaling ? ", fp8 hybrid (current scaling)" : "")
        << (p.scatterGatherP2p ? ", scatter/gather p2p" : "");
     return os.str();
 }

@@ -189,6 +189,11 @@ RankGenerator::Mlp(bool backward)
     const bool moe = m_m.experts > 0;
     const bool a2a = moe && m_p.ep > 1;
     const double a2aBytes = m_e * m_tokens * k * h / t;
+    // fp8 (training-fp8.cc): the router stays in the model dtype (Megatron-Core's TopKRouter
+    // is not a TE module); the experts' GEMMs are TE GEMMs (TEGroupedLinear), their inputs
+    // cast here. The activation is Megatron-Core's own (MLP with TE linear layers, no
+    // use_te_activation_func), so it reads and writes the model dtype and fc2 casts its input.
+    const double experts = moe ? double(m_m.experts) / m_p.ep : 1;
     if (!backward)
     {
         if (moe)
@@ -199,9 +204,14 @@ RankGenerator::Mlp(bool backward)
         {
             Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes); // dispatch
         }
-        Gemm(moe ? "expert_fc1" : "fc1", tokens, fc1, h, 1);
+        if (moe)
+        {
+            Fp8CastTranspose(tokens * h);
+        }
+        LinearGemm(moe ? "expert_fc1" : "fc1", tokens, fc1, h, false, experts);
         MlpActivation(false, tokens);
-        Gemm(moe ? "expert_fc2" : "fc2", tokens, h, f / t, 1);
+        Fp8CastTranspose(tokens * f / t);
+        LinearGemm(moe ? "expert_fc2" : "fc2", tokens, h, f / t, false, experts);
         if (a2a)
         {
             Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes); // combine
@@ -212,10 +222,23 @@ RankGenerator::Mlp(bool backward)
     {
         Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes);
     }
-    Gemm(moe ? "expert_fc2_bwd" : "fc2_bwd", tokens, h, f / t, 2);
+    if (moe)
+    {
+        Fp8CastTranspose(tokens * h); // the dense fc2's is RowGradOutput (LayerBackward)
+    }
+    LinearGemm(moe ? "expert_fc2_bwd" : "fc2_bwd", tokens, h, f / t, true, experts);
     MlpActivation(true, tokens);
-    TpRegather(); // SP: the MLP input again, for fc1's weight gradient
-    Gemm(moe ? "expert_fc1_bwd" : "fc1_bwd", tokens, fc1, h, 2);
+    Fp8CastTranspose(tokens * fc1); // fc1's gradient output
+    // SP: the MLP input again, for fc1's weight gradient (dense fp8: in fp8).
+    if (moe)
+    {
+        TpRegather();
+    }
+    else
+    {
+        NormLinearRegather();
+    }
+    LinearGemm(moe ? "expert_fc1_bwd" : "fc1_bwd", tokens, fc1, h, true, experts);
     if (a2a)
     {
         Coll(CollKind::AllToAll, EpComm(), m_p.ep, a2aBytes);
@@ -278,17 +301,30 @@ RankGenerator::LayerForward()
         OverlappedLayerForward();
         return;
     }
+    // With fp8 (training-fp8.cc) the four linear layers are Transformer Engine modules under
+    // fp8_autocast: QKV and dense fc1 LayerNormLinear (the norm writes fp8), projection and
+    // fc2 Linear (their inputs cast); the attention core stays in the model dtype (TE's
+    // DelayedScaling / Float8CurrentScaling fp8_dpa = False, Megatron-Core's
+    // --fp8-dot-product-attention off by default).
     const double h = m_m.hidden;
     const double t = m_p.tp;
-    Norm(false);
-    TpForward(true);
-    Gemm("qkv", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h, 1);
+    const double qkv = (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t;
+    NormLinearInput();
+    LinearGemm("qkv", m_tokens, qkv, h, false);
     AttentionCore(false);
-    Gemm("proj", m_tokens, h, h / t, 1);
+    Fp8CastTranspose(m_tokens * h / t);
+    LinearGemm("proj", m_tokens, h, h / t, false);
     TpReduce();
     BiasDropoutAdd();
-    Norm(false);
-    TpForward(true);
+    if (m_m.experts)
+    {
+        Norm(false); // a separate norm: the router reads its output
+        TpForward(true);
+    }
+    else
+    {
+        NormLinearInput();
+    }
     Mlp(false);
     TpReduce();
     BiasDropoutAdd();
@@ -299,9 +335,14 @@ RankGenerator::LayerBackward()
 {
     const double h = m_m.hidden;
     const double t = m_p.tp;
+    const double qkv = (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t;
     if (m_p.recompute == Recompute::Full)
     {
-        LayerForward(); // recompute the layer from its stored input
+        // Recompute the layer from its stored input; TE reuses the cached fp8 weights.
+        const bool cast = m_castWeights;
+        m_castWeights = false;
+        LayerForward();
+        m_castWeights = cast;
     }
     if (TpCommOverlap())
     {
@@ -309,19 +350,27 @@ RankGenerator::LayerBackward()
         AccumulateGrads(LayerParams(m_m) / t);
         return;
     }
-    TpRegather(); // SP: backward of the MLP's ReduceScatter
+    if (m_m.experts)
+    {
+        TpRegather(); // SP: backward of the MLP's ReduceScatter
+    }
+    else
+    {
+        RowGradOutput(); // the same, fc2's gradient output (fp8: cast, in fp8)
+    }
     Mlp(true);
     TpForward(false);
     Norm(true);
-    TpRegather(); // SP: backward of the attention's ReduceScatter
-    Gemm("proj_bwd", m_tokens, h, h / t, 2);
+    RowGradOutput(); // SP: backward of the attention's ReduceScatter; fp8: proj's gradient
+    LinearGemm("proj_bwd", m_tokens, h, h / t, true);
     if (m_p.recompute == Recompute::Selective)
     {
         AttentionCore(false);
     }
     AttentionCore(true);
-    TpRegather(); // SP: the attention input again, for the QKV weight gradient
-    Gemm("qkv_bwd", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h, 2);
+    Fp8CastTranspose(m_tokens * qkv); // the QKV gradient output
+    NormLinearRegather(); // SP: the attention input again, for the QKV weight gradient
+    LinearGemm("qkv_bwd", m_tokens, qkv, h, true);
     TpForward(false);
     Norm(true);
     // This rank's share of the layer (MoE: expert weights split over EP too, taken for all).

@@ -128,11 +128,14 @@ RankGenerator::Forward(const PipeStep& s)
         AwaitParams(bp.embeddingIn);
         EmbeddingForward();
     }
+    m_castWeights = Fp8() && s.microBatch == 0; // TE's is_first_microbatch (training-fp8.cc)
     for (uint32_t l = 0; l < m_layersPerChunk; ++l)
     {
         AwaitParams(bp.layerIn[l]);
         LayerForward();
     }
+    m_castWeights = false;
+    Fp8AmaxUpdate(true); // delayed scaling: the chunk's fp8_autocast exits
     if (LastChunk(s.chunk))
     {
         AwaitParams(bp.headIn);
@@ -167,6 +170,10 @@ RankGenerator::Backward(const PipeStep& s)
     for (uint32_t l = m_layersPerChunk; l-- > 0;)
     {
         LayerBackward();
+        if (l == 0)
+        {
+            Fp8AmaxUpdate(false); // delayed scaling: the chunk's first fp8 module's backward
+        }
         if (reduce && bp.atLayer[l] >= 0)
         {
             ReduceBucket(bp.atLayer[l]);

@@ -118,6 +118,11 @@ RankGenerator::InitComms()
     {
         init(EmbComm(), 2, m_pos.stage == 0 ? 0 : 1);
     }
+    if (m_p.fp8 == Fp8Recipe::Delayed)
+    {
+        // The amax reduction group: a stage's TP x CP x DP ranks (training-fp8.cc).
+        init(AmaxComm(), m_p.tp * m_p.DpCp(), m_pos.tp + m_p.tp * DpCpRank());
+    }
 }
 
 void
@@ -226,6 +231,14 @@ RankGenerator::Build()
     Malloc(1, params.Total() * m_e, "weights");
     Malloc(2, params.Total() * DataTypeSize(m_p.gradDtype), "gradients");
     Malloc(3, shard * 12, "optimizer states");
+    if (Fp8())
+    {
+        // TE's cached fp8 weights (training-fp8.cc LinearGemm): each fp8 GEMM's weight and its
+        // transpose, 1 byte each per parameter, kept between iterations in the module's
+        // workspace (module/base.py _fp8_workspaces).
+        Malloc(4, 2 * LayerFp8WeightParams(m_m, m_p) * (m_m.layers / m_p.pp),
+               "fp8 weight copies");
+    }
     PlanBuckets();
     Op& begin = Push(OpKind::Marker, 0);
     begin.name = "ProfilerStep#0";

@@ -58,12 +58,25 @@ RankGenerator::TpCommOverlap() const
 }
 
 void
-RankGenerator::RingGatherGemm(const std::string& name, double m, double n, double k)
+RankGenerator::SplitGemm(const std::string& name, double m, double n, double k, bool backward,
+                         bool first, uint32_t smMargin)
+{
+    const bool cast = m_castWeights;
+    m_castWeights = cast && first && !backward;
+    LinearGemm(name, m, n, k, backward, 1, 1);
+    m_castWeights = cast;
+    m_trace.ops.back().gemm.smMargin = smMargin;
+}
+
+void
+RankGenerator::RingGatherGemm(const std::string& name, double m, double n, double k, bool backward)
 {
     const uint32_t t = m_p.tp;
     const int32_t next = static_cast<int32_t>((m_pos.tp + 1) % t);
     const int32_t prev = static_cast<int32_t>((m_pos.tp + t - 1) % t);
-    const double chunkBytes = m_e * m_tokens / t * m_m.hidden;
+    // In fp8 the exchanged shards are the fp8 tensors (TE's userbuffers fp8 buffers).
+    const DataType type = Fp8() ? (backward ? DataType::F8E5M2 : DataType::F8E4M3) : m_m.dtype;
+    const double chunkBytes = DataTypeSize(type) * m_tokens / t * m_m.hidden;
     // The ring starts once this rank's shard exists; each step forwards the chunk it received.
     WaitEvent(kTpComm, RecordEvent(kCompute));
     std::vector<uint64_t> arrived(t, 0);
@@ -76,7 +89,7 @@ RankGenerator::RingGatherGemm(const std::string& name, double m, double n, doubl
             op.coll = send ? CollKind::Send : CollKind::Recv;
             op.comm = TpComm();
             op.peer = send ? next : prev;
-            op.dtype = m_m.dtype;
+            op.dtype = type;
             op.bytes = static_cast<uint64_t>(std::llround(chunkBytes));
             op.count = op.bytes / DataTypeSize(op.dtype);
             op.group = group;
@@ -89,7 +102,7 @@ RankGenerator::RingGatherGemm(const std::string& name, double m, double n, doubl
         {
             WaitEvent(kCompute, arrived[step]);
         }
-        Gemm(name, m / t, n, k, 1);
+        SplitGemm(name, m / t, n, k, backward, step == 0, 0);
     }
 }
 
@@ -100,8 +113,7 @@ RankGenerator::PipelinedGemmScatter(const std::string& name, double m, double n,
     uint64_t scattered = 0;
     for (uint32_t split = 0; split < kUbPipelineSplits; ++split)
     {
-        Gemm(name, m / kUbPipelineSplits, n, k, 1);
-        m_trace.ops.back().gemm.smMargin = kUbCommSms;
+        SplitGemm(name, m / kUbPipelineSplits, n, k, false, split == 0, kUbCommSms);
         WaitEvent(kTpComm, RecordEvent(kCompute));
         Coll(CollKind::ReduceScatter, TpComm(), m_p.tp, splitBytes, kTpComm, m_m.dtype);
         scattered = RecordEvent(kTpComm);
@@ -112,20 +124,24 @@ RankGenerator::PipelinedGemmScatter(const std::string& name, double m, double n,
 void
 RankGenerator::BulkOverlappedBackward(const std::string& name, double m, double n, double k)
 {
-    const double bytes = m_e * m_tokens * m_m.hidden;
-    // The layer input gathered again (for the weight gradient) under the data-gradient GEMM.
+    const double full = m_tokens * m_m.hidden;
+    // The layer input gathered again (for the weight gradient) under the data-gradient GEMM;
+    // in fp8 the saved fp8 input, transposed once gathered (NormLinearRegather).
     WaitEvent(kTpComm, RecordEvent(kCompute));
-    Coll(CollKind::AllGather, TpComm(), m_p.tp, bytes, kTpComm, m_m.dtype);
+    Coll(CollKind::AllGather, TpComm(), m_p.tp, (Fp8() ? 1 : m_e) * full, kTpComm,
+         Fp8() ? DataType::F8E4M3 : m_m.dtype);
     const uint64_t gathered = RecordEvent(kTpComm);
-    Gemm(name, m, n, k, 1); // data gradient
-    m_trace.ops.back().gemm.smMargin = kUbCommSms;
+    SplitGemm(name, m, n, k, true, true, kUbCommSms); // data gradient
     // The data gradient reduce-scattered under the weight-gradient GEMM.
     WaitEvent(kTpComm, RecordEvent(kCompute));
-    Coll(CollKind::ReduceScatter, TpComm(), m_p.tp, bytes, kTpComm, m_m.dtype);
+    Coll(CollKind::ReduceScatter, TpComm(), m_p.tp, m_e * full, kTpComm, m_m.dtype);
     const uint64_t scattered = RecordEvent(kTpComm);
     WaitEvent(kCompute, gathered);
-    Gemm(name, m, n, k, 1); // weight gradient
-    m_trace.ops.back().gemm.smMargin = kUbCommSms;
+    if (Fp8())
+    {
+        Kernel("fp8_transpose", 0, 2 * full);
+    }
+    SplitGemm(name, m, n, k, true, false, kUbCommSms); // weight gradient
     WaitEvent(kCompute, scattered);
 }
 
@@ -134,14 +150,16 @@ RankGenerator::OverlappedLayerForward()
 {
     const double h = m_m.hidden;
     const double t = m_p.tp;
-    Norm(false);
-    RingGatherGemm("qkv", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h);
+    NormLinearInput(false); // the norm (fp8: writing fp8); the ring gathers its output
+    RingGatherGemm("qkv", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h, false);
     AttentionCore(false);
+    Fp8CastTranspose(m_tokens * h / t);
     PipelinedGemmScatter("proj", m_tokens, h, h / t);
     BiasDropoutAdd();
-    Norm(false);
-    RingGatherGemm("fc1", m_tokens, m_m.ffn * (m_m.gatedMlp ? 2 : 1) / t, h);
+    NormLinearInput(false);
+    RingGatherGemm("fc1", m_tokens, m_m.ffn * (m_m.gatedMlp ? 2 : 1) / t, h, false);
     MlpActivation(false, m_tokens);
+    Fp8CastTranspose(m_tokens * m_m.ffn / t);
     PipelinedGemmScatter("fc2", m_tokens, h, m_m.ffn / t);
     BiasDropoutAdd();
 }
@@ -151,21 +169,35 @@ RankGenerator::OverlappedLayerBackward()
 {
     const double h = m_m.hidden;
     const double t = m_p.tp;
-    // fc2: the output gradient gathered by the ring under the data-gradient GEMM's chunks,
-    // then the weight gradient on the gathered gradient.
-    RingGatherGemm("fc2_bwd", m_tokens, h, m_m.ffn / t);
-    Gemm("fc2_bwd", m_tokens, h, m_m.ffn / t, 1);
+    const double qkv = (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t;
+    const double fc1 = m_m.ffn * (m_m.gatedMlp ? 2 : 1) / t;
+    // fc2: the output gradient (fp8: cast) gathered by the ring under the data-gradient GEMM's
+    // chunks, then (fp8: transposed) the weight gradient on the gathered gradient.
+    RowGradOutput(false);
+    RingGatherGemm("fc2_bwd", m_tokens, h, m_m.ffn / t, true);
+    if (Fp8())
+    {
+        Kernel("fp8_transpose", 0, 2 * m_tokens * h);
+    }
+    SplitGemm("fc2_bwd", m_tokens, h, m_m.ffn / t, true, false, 0);
     MlpActivation(true, m_tokens);
-    BulkOverlappedBackward("fc1_bwd", m_tokens, m_m.ffn * (m_m.gatedMlp ? 2 : 1) / t, h);
+    Fp8CastTranspose(m_tokens * fc1); // fc1's gradient output
+    BulkOverlappedBackward("fc1_bwd", m_tokens, fc1, h);
     Norm(true);
-    RingGatherGemm("proj_bwd", m_tokens, h, h / t);
-    Gemm("proj_bwd", m_tokens, h, h / t, 1);
+    RowGradOutput(false);
+    RingGatherGemm("proj_bwd", m_tokens, h, h / t, true);
+    if (Fp8())
+    {
+        Kernel("fp8_transpose", 0, 2 * m_tokens * h);
+    }
+    SplitGemm("proj_bwd", m_tokens, h, h / t, true, false, 0);
     if (m_p.recompute == Recompute::Selective)
     {
         AttentionCore(false);
     }
     AttentionCore(true);
-    BulkOverlappedBackward("qkv_bwd", m_tokens, (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t, h);
+    Fp8CastTranspose(m_tokens * qkv); // the QKV gradient output
+    BulkOverlappedBackward("qkv_bwd", m_tokens, qkv, h);
     Norm(true);
 }
 

@@ -23,12 +23,13 @@ namespace
 
 const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "cp", "ep",
                                             "vpp", "micro-batch", "global-batch", "seq-length",
-                                            "recompute", "bucket-params", "grad-dtype"};
+                                            "recompute", "bucket-params", "grad-dtype",
+                                            "fp8-recipe"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
                                           "tp-comm-overlap", "no-overlap-p2p-comm",
                                           "no-flash-attn",
-                                          "no-cross-entropy-fusion"};
+                                          "no-cross-entropy-fusion", "fp8"};
 
 void
 PrintGenerateUsage(std::ostream& os)
@@ -41,6 +42,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--no-overlap-p2p-comm]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
           "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
+          "         [--fp8 [--fp8-recipe delayed|current]]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
           "'collective']\n"
           "         [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
@@ -50,6 +52,9 @@ PrintGenerateUsage(std::ostream& os)
        << "\n"
           "  --vpp V: interleaved 1F1B with V model chunks per pipeline rank\n"
           "  --cp N: context parallelism (ring attention, sequence in 2N chunks; doc/generate.md)\n"
+          "  --fp8: the transformer layers' GEMMs in fp8 as Megatron-Core with Transformer\n"
+          "  Engine runs --fp8-format hybrid (H100/H200); --fp8-recipe delayed (default) or\n"
+          "  current (Megatron's tensorwise) scaling (doc/generate.md \"fp8\")\n"
           "  --dp defaults to the cluster's GPUs / (TP x CP x PP) when --servers or --cluster is\n"
           "  given, else 1. Exit code 4: the plan does not fit in device memory.\n"
           "  Speed: --fidelity flows (default; chunk|collective|flows as for 'collective') and\n"
@@ -128,6 +133,19 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
         throw UsageError("--grad-dtype must be f32 or bf16");
     }
     plan.gradDtype = g == "f32" ? DataType::F32 : DataType::BF16;
+    if (o.Has("fp8-recipe") && !o.Has("fp8"))
+    {
+        throw UsageError("--fp8-recipe needs --fp8");
+    }
+    if (o.Has("fp8"))
+    {
+        plan.fp8 = Fp8Recipe::Delayed;
+        const std::string r = o.Get("fp8-recipe", "delayed");
+        if (!ParseFp8Recipe(r, plan.fp8) || plan.fp8 == Fp8Recipe::None)
+        {
+            throw UsageError("--fp8-recipe must be delayed or current");
+        }
+    }
 }
 
 int
@@ -164,6 +182,13 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         GeneratedTraining g = GenerateTraining(model, plan);
         const ClusterSpec spec = SpecFromOptions(o, plan.Gpus());
         g.job->metadata["preset"] = spec.preset;
+        GpuSpec gpuSpec;
+        if (plan.fp8 != Fp8Recipe::None && LookupGpuSpec(spec.gpuModel, gpuSpec) &&
+            !gpuSpec.HasFp8())
+        {
+            throw UsageError("--fp8 needs a GPU with FP8 tensor cores (H100, H200), not " +
+                             gpuSpec.name);
+        }
         const double genS =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (o.Has("out"))
