@@ -890,6 +890,11 @@ GpuWorkload::MetricsJson() const
         w.Key("algbw_GBps").Double(algbw);
         w.Key("busbw_GBps").Double(algbw * BusBwFactor(c.kind, c.nranks));
         w.Key("transfers").Uint(c.transfers);
+        w.Key("path").String(ToString(c.path));
+        if (c.path == CollectivePath::Chunk)
+        {
+            w.Key("chunk_reason").String(ToString(c.chunkReason));
+        }
         w.EndObject();
     }
     w.EndArray();
