@@ -898,6 +898,11 @@ GpuWorkload::MetricsJson() const
         w.EndObject();
     }
     w.EndArray();
+    if (GetNcclWorld())
+    {
+        // How the collectives ran (NcclWorld Fidelity): shortcuts taken, chunk level and why.
+        w.Key("fidelity").Raw(GetNcclWorld()->GetFidelityStats().Json());
+    }
     if (m_backend)
     {
         w.Key("network").Raw(m_backend->StatsJson());

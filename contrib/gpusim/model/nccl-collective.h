@@ -420,6 +420,9 @@ class NcclWorld : public Object
         uint64_t ChunkTotal() const;
         /// Adds another run's counts (a CLI sweep runs one world per size).
         void Add(const FidelityStats& o);
+        /// As a JSON object: {"mode" (when given), "edge_flows", "replayed", "chunk",
+        /// "chunk_reasons": {ToString(ChunkReason): count}, "conflicts"}.
+        std::string Json(const std::string& mode = "") const;
     };
     /// Fidelity=auto: the shortcuts that are exact for the collective (replay, ring edge
     /// flows; never NVLS trial loops), chunk level otherwise and on other backends.

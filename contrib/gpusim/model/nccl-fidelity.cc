@@ -31,6 +31,7 @@
  * (CollectiveRecord::path, chunkReason); FidelityStats counts them.
  */
 #include "ns3/flow-backend.h"
+#include "ns3/json-writer.h"
 #include "ns3/nccl-collective.h"
 
 #include "ns3/log.h"
@@ -138,6 +139,31 @@ NcclWorld::FidelityStats::Add(const FidelityStats& o)
     {
         chunk[i] += o.chunk[i];
     }
+}
+
+std::string
+NcclWorld::FidelityStats::Json(const std::string& mode) const
+{
+    gpusim::JsonWriter j;
+    j.BeginObject();
+    if (!mode.empty())
+    {
+        j.Key("mode").String(mode);
+    }
+    j.Key("edge_flows").Uint(fluid).Key("replayed").Uint(replayed);
+    j.Key("chunk").Uint(ChunkTotal());
+    j.Key("chunk_reasons").BeginObject();
+    for (size_t i = 0; i < chunk.size(); ++i)
+    {
+        if (chunk[i] > 0)
+        {
+            j.Key(ToString(static_cast<ChunkReason>(i))).Uint(chunk[i]);
+        }
+    }
+    j.EndObject();
+    j.Key("conflicts").Uint(conflicts);
+    j.EndObject();
+    return j.Take();
 }
 
 bool

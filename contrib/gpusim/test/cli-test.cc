@@ -335,8 +335,19 @@ TEST(Cli, FidelityAutoIsTheDefaultAndSaysWhatItUsed)
     b.AllRanks().SyncDevice();
     const std::string dir = TempPath("auto");
     WriteJobTrace(b.Build(), dir);
-    CliResult sim = Cli({"simulate", dir, "--algo", "ring"});
+    const std::string metrics = TempPath("auto-metrics.json");
+    CliResult sim = Cli({"simulate", dir, "--algo", "ring", "--json", metrics});
     ASSERT_EQ(sim.code, 0) << sim.err;
+    simdjson::dom::element m;
+    ASSERT_EQ(parser.parse(Slurp(metrics)).get(m), simdjson::SUCCESS);
+    EXPECT_EQ(uint64_t(m["fidelity"]["edge_flows"].get_uint64().value()), 4u);
+    simdjson::dom::array colls;
+    ASSERT_EQ(m["collectives"].get_array().get(colls), simdjson::SUCCESS);
+    EXPECT_EQ(colls.size(), 4u);
+    for (auto c : colls)
+    {
+        EXPECT_EQ(std::string_view(c["path"].get_string().value()), "edge-flows");
+    }
     EXPECT_NE(sim.out.find("# fidelity: auto: 4 collectives as edge flows, 0 replayed, 0 chunk "
                            "by chunk"),
               std::string::npos)

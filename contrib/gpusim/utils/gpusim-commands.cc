@@ -178,23 +178,7 @@ FidelityReportLine(const std::string& fidelity, const NcclWorld::FidelityStats& 
 std::string
 FidelityJson(const std::string& fidelity, const NcclWorld::FidelityStats& s)
 {
-    JsonWriter j;
-    j.BeginObject();
-    j.Key("mode").String(fidelity);
-    j.Key("edge_flows").Uint(s.fluid).Key("replayed").Uint(s.replayed);
-    j.Key("chunk").Uint(s.ChunkTotal());
-    j.Key("chunk_reasons").BeginObject();
-    for (size_t i = 0; i < s.chunk.size(); ++i)
-    {
-        if (s.chunk[i] > 0)
-        {
-            j.Key(ToString(static_cast<ChunkReason>(i))).Uint(s.chunk[i]);
-        }
-    }
-    j.EndObject();
-    j.Key("conflicts").Uint(s.conflicts);
-    j.EndObject();
-    return j.Take();
+    return s.Json(fidelity);
 }
 
 void
