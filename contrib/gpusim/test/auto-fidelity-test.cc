@@ -3,8 +3,8 @@
 // runs chunk by chunk, and says which (CollectiveRecord::path, chunkReason, FidelityStats).
 //
 // The documented tolerance: every rank's completion of every collective within 0.1 % of its
-// chunk-level duration (FidelitySkew, the join allowance of a replay; edge flows measured
-// <= 0.03 %), and the end of the run within 0.1 %. Where no shortcut is exact (another
+// chunk-level duration and the end of the run within 0.1 % (edge flows measured <= 0.046 %;
+// replays, which auto allows only for ranks joining at one instant, exact). Where no shortcut is exact (another
 // backend, contended links) the result is the chunk level's to the nanosecond.
 #include "edge-flow-test-util.h"
 
@@ -175,6 +175,7 @@ TEST(AutoFidelity, RingsMatchChunkLevel)
 {
     const Totals t = CheckAgainstChunk({
         {"ring", CollKind::AllReduce, 1, 1 << 10, 2},
+        {"ring", CollKind::AllReduce, 1, 16 << 10, 1}, // the worst measured: 0.046 %
         {"ring", CollKind::AllReduce, 2, 1 << 10, 2},
         {"ring", CollKind::AllReduce, 4, 64 << 10, 2},
         {"ring", CollKind::AllGather, 2, 1 << 20, 2},
@@ -183,7 +184,7 @@ TEST(AutoFidelity, RingsMatchChunkLevel)
         {"ring", CollKind::AllReduce, 2, 1u << 30, 1},
         {"ring", CollKind::AllReduce, 16, 1u << 30, 1},
     });
-    EXPECT_EQ(t.edge, 12u); // every instance: its ranks join at one instant
+    EXPECT_EQ(t.edge, 13u); // every instance: its ranks join at one instant
 }
 
 // Trees, NVLS and NVLSTree have no edge-flow form: the first two instances of an op run chunk
