@@ -12,7 +12,8 @@
 // PP communicator; then a DP ReduceScatter and AllGather of the stage's bf16 gradients.
 // Sizes follow GPT-3 175B (hidden 12288, sequence 2048, micro-batch 1, 96 layers).
 //
-//   gpusim-bench-iteration-scaling [--gpus=N] [--microbatches=M] [--fidelity=chunk|collective|flows|both]
+//   gpusim-bench-iteration-scaling [--gpus=N] [--microbatches=M]
+//       [--fidelity=chunk|collective|flows|auto|both]
 //   (flows = collective with NcclWorld RingFlows: ring collectives as one flow per edge;
 //    both = chunk and collective)
 //                                  [--allreduce-bytes=S]   (S > 0: one S-byte AllReduce instead)
@@ -164,7 +165,8 @@ RunCase(uint32_t gpusN, uint32_t micro, const std::string& fidelity, uint64_t al
     }
     GpuWorkloadHelper h;
     h.SetBackend(net);
-    // "flows": collective fidelity with ring collectives as edge flows (RingFlows).
+    // "flows": collective fidelity with ring collectives as edge flows (RingFlows); "auto":
+    // NcclWorld Fidelity=auto (the exact shortcuts only).
     h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
     h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));
     h.SetWorkloadAttribute("RecordActivities", BooleanValue(false));
@@ -244,9 +246,10 @@ main(int argc, char** argv)
                      kTp, kPp);
         return 2;
     }
-    for (const char* f : {"chunk", "collective", "flows"})
+    for (const char* f : {"chunk", "collective", "flows", "auto"})
     {
-        if (fidelity == f || (fidelity == "both" && std::string(f) != "flows"))
+        const bool extra = std::string(f) == "flows" || std::string(f) == "auto";
+        if (fidelity == f || (fidelity == "both" && !extra))
         {
             RunCase(gpusN, micro, f, allReduceBytes);
         }

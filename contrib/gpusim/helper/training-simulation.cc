@@ -301,13 +301,14 @@ SimulateTraining(const GeneratedTraining& g,
 void
 ConfigureTrainingSpeed(GpuWorkloadHelper& helper, const TrainingSpeed& speed)
 {
-    if (speed.fidelity != "chunk" && speed.fidelity != "collective" && speed.fidelity != "flows")
+    if (speed.fidelity != "auto" && speed.fidelity != "chunk" &&
+        speed.fidelity != "collective" && speed.fidelity != "flows")
     {
         throw std::invalid_argument("fidelity '" + speed.fidelity +
-                                    "' (chunk, collective or flows)");
+                                    "' (auto, chunk, collective or flows)");
     }
     helper.SetNcclAttribute("Fidelity",
-                            StringValue(speed.fidelity == "chunk" ? "chunk" : "collective"));
+                            StringValue(speed.fidelity == "flows" ? "collective" : speed.fidelity));
     helper.SetNcclAttribute("RingFlows", BooleanValue(speed.fidelity == "flows"));
     helper.SetWorkloadAttribute("MirrorIdenticalRanks", BooleanValue(speed.mirrorRanks));
     helper.SetWorkloadAttribute("MirrorSplitClasses", BooleanValue(speed.splitClasses));

@@ -94,7 +94,7 @@ TrainingReport SimulateTraining(const GeneratedTraining& g,
 /// are the fast path `gpusim generate` uses; {"chunk", false} is the detailed model.
 struct TrainingSpeed
 {
-    std::string fidelity = "flows"; //!< chunk | collective | flows (NcclWorld Fidelity)
+    std::string fidelity = "flows"; //!< auto | chunk | collective | flows (NcclWorld Fidelity)
     bool mirrorRanks = true;        //!< the ranks of a stage mirror its first rank
     /// With mirrorRanks: split mirrors into classes that see the same network (exact);
     /// false: one class per op list moving in lockstep (faster, `--ranks lockstep`).

@@ -890,9 +890,19 @@ GpuWorkload::MetricsJson() const
         w.Key("algbw_GBps").Double(algbw);
         w.Key("busbw_GBps").Double(algbw * BusBwFactor(c.kind, c.nranks));
         w.Key("transfers").Uint(c.transfers);
+        w.Key("path").String(ToString(c.path));
+        if (c.path == CollectivePath::Chunk)
+        {
+            w.Key("chunk_reason").String(ToString(c.chunkReason));
+        }
         w.EndObject();
     }
     w.EndArray();
+    if (GetNcclWorld())
+    {
+        // How the collectives ran (NcclWorld Fidelity): shortcuts taken, chunk level and why.
+        w.Key("fidelity").Raw(GetNcclWorld()->GetFidelityStats().Json());
+    }
     if (m_backend)
     {
         w.Key("network").Raw(m_backend->StatsJson());

@@ -279,6 +279,14 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
         }
         else
         {
+            rec.path = CollectivePath::Chunk;
+            rec.chunkReason = ChunkReason::Forced;
+            if (m_world->IsAutoFidelity())
+            {
+                // Fidelity=auto on another backend: no shortcut applies.
+                rec.chunkReason = ChunkReason::Backend;
+                ++m_world->MutableFidelityStats().chunk[static_cast<size_t>(rec.chunkReason)];
+            }
             rec.plan = PlanFor(op->coll, op->bytes);
             inst.exec = MakeExecutor(*op, rec.plan);
             inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
@@ -685,8 +693,11 @@ NcclWorld::GetTypeId()
                           "collective: an op that already ran alone on its links (flow "
                           "backend) and whose ranks all join at one instant with those links "
                           "idle replays that run's per-rank completion times without "
-                          "transfers; everything else runs chunk by chunk "
-                          "(doc/flow-backend.md)",
+                          "transfers; everything else runs chunk by chunk. auto: collective "
+                          "with RingFlows, never NvlsTrialLoops, and the chunk path on other "
+                          "backends: each collective takes the exact shortcut that applies to "
+                          "it, or runs chunk by chunk (CollectiveRecord::path says which; "
+                          "doc/flow-backend.md)",
                           StringValue("chunk"),
                           MakeStringAccessor(&NcclWorld::m_fidelity),
                           MakeStringChecker())

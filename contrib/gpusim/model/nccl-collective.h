@@ -24,6 +24,7 @@
 #include "ns3/op-ir.h"
 #include "ns3/traced-callback.h"
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -93,6 +94,33 @@ struct CollectiveTree
     std::vector<std::vector<uint32_t>> children; //!< by comm rank
 };
 
+/// How a collective ran (NcclWorld Fidelity, doc/flow-backend.md).
+enum class CollectivePath : uint8_t
+{
+    Chunk,     //!< chunk by chunk through the backend (the detailed model)
+    Replayed,  //!< completion times of an earlier isolated run of the same op (no transfers)
+    EdgeFlows, //!< ring as one flow per edge and channel, latencies in closed form
+    TrialLoops //!< NVLS/NVLSTree: some loops chunk by chunk, the rest extrapolated (approximate)
+};
+
+/// Why a collective ran chunk by chunk.
+enum class ChunkReason : uint8_t
+{
+    None,     //!< it did not (CollectivePath other than Chunk)
+    Forced,   //!< Fidelity=chunk
+    Backend,  //!< not the flow backend: no shortcut applies
+    Learning, //!< no edge-flow form (tree, NVLS, AllToAll, ...); run to learn it for replay
+    Skew,     //!< its ranks did not join within FidelitySkew (auto: at one instant)
+    Busy,     //!< its links were busy or reserved, or another collective open on a member GPU
+    Conflict, //!< an earlier shortcut of the op met other traffic: chunk level from then on
+    Count
+};
+const char* ToString(CollectivePath p);
+/// A short key: "forced", "backend", "learning", "skew", "busy", "conflict".
+const char* ToString(ChunkReason r);
+/// Why, in words (for reports): "ranks did not join together", ...
+const char* Describe(ChunkReason r);
+
 /// What the job reports for each finished collective.
 struct CollectiveRecord
 {
@@ -107,6 +135,8 @@ struct CollectiveRecord
     std::vector<Time> rankJoin;  //!< when each comm rank launched it
     std::vector<Time> rankDone;  //!< when it completed on each comm rank
     uint64_t transfers = 0;
+    CollectivePath path = CollectivePath::Chunk; //!< how it ran
+    ChunkReason chunkReason = ChunkReason::Forced; //!< why chunk by chunk (path Chunk)
     Time FirstJoin() const;
     Time LastJoin() const;
     Time End() const;
@@ -280,8 +310,9 @@ class Communicator : public Object
     void Decide(uint64_t seq, Instance& inst);
     /// Collective fidelity: the ranks did not all join within the skew allowed for a replay.
     void GiveUpWaiting(uint64_t seq);
-    /// Collective fidelity: builds the executor and joins the ranks whose join has come.
-    void StartDetailed(uint64_t seq, Instance& inst, Mode mode);
+    /// Collective fidelity: builds the executor and joins the ranks whose join has come;
+    /// `why` (Mode::Detailed, Learn, Watch): recorded and counted.
+    void StartDetailed(uint64_t seq, Instance& inst, Mode mode, ChunkReason why);
     /// Collective fidelity: the last rank finished; updates the memo entry.
     void FinishCollectiveLevel(Instance& inst);
     struct P2pPost
@@ -371,7 +402,8 @@ class NcclWorld : public Object
     uint32_t GetOpen(uint32_t gpu) const;
 
     /// Collective fidelity: how far apart (fraction of the op's run time) ranks may join for
-    /// the instance to be watched or replayed as if all joined with the last.
+    /// the instance to be watched or replayed as if all joined with the last (0 under auto:
+    /// waiting is not exact on shared links).
     double GetFidelitySkew() const;
     /// What collective-level fidelity did (all zero at Fidelity=chunk).
     struct FidelityStats
@@ -382,8 +414,20 @@ class NcclWorld : public Object
         uint64_t detailed = 0;  //!< instances run in detail (learning, skew, busy links)
         uint64_t conflicts = 0; //!< replays whose links carried other traffic meanwhile
         uint64_t fluid = 0;     //!< RingFlows: ring instances run as one flow per edge
+        /// Instances run chunk by chunk, by ChunkReason (Forced is not counted).
+        std::array<uint64_t, static_cast<size_t>(ChunkReason::Count)> chunk{};
+        /// All instances counted by `chunk`.
+        uint64_t ChunkTotal() const;
+        /// Adds another run's counts (a CLI sweep runs one world per size).
+        void Add(const FidelityStats& o);
+        /// As a JSON object: {"mode" (when given), "edge_flows", "replayed", "chunk",
+        /// "chunk_reasons": {ToString(ChunkReason): count}, "conflicts"}.
+        std::string Json(const std::string& mode = "") const;
     };
-    /// Fidelity=collective with RingFlows: isolated ring collectives run as edge flows.
+    /// Fidelity=auto: the shortcuts that are exact for the collective (replay, ring edge
+    /// flows; never NVLS trial loops), chunk level otherwise and on other backends.
+    bool IsAutoFidelity() const;
+    /// Fidelity=collective with RingFlows, or auto: isolated ring collectives run as edge flows.
     bool IsRingFlows() const;
     /// Pxn attribute: NCCL relays point-to-point traffic through the GPU on the peer's rail.
     bool IsPxn() const;
@@ -454,7 +498,7 @@ class NcclWorld : public Object
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
     bool m_pxn;
-    std::string m_fidelity;              //!< chunk | collective
+    std::string m_fidelity;              //!< chunk | collective | auto
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
     uint32_t m_nvlsTrialLoops = 0;       //!< RingFlows: NVLS loops run chunk by chunk (0: all)

@@ -157,7 +157,7 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     }
     if (!alone)
     {
-        StartDetailed(seq, inst, Mode::Detailed);
+        StartDetailed(seq, inst, Mode::Detailed, ChunkReason::Busy);
         return;
     }
     const CollectivePlan& plan = m.plan;
@@ -182,6 +182,8 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     }
     inst.mode = Mode::Fluid;
     inst.start = Simulator::Now();
+    inst.record.path = CollectivePath::TrialLoops;
+    inst.record.chunkReason = ChunkReason::None;
     inst.ownScale = f.trial;
     ++m_world->MutableFidelityStats().fluid;
     m_world->Reserve(m.ringLinks, Time::Max());

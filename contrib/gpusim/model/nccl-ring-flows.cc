@@ -156,7 +156,7 @@ Communicator::StartRingFlows(uint64_t seq, Instance& inst)
     }
     if (!alone)
     {
-        StartDetailed(seq, inst, Mode::Detailed);
+        StartDetailed(seq, inst, Mode::Detailed, ChunkReason::Busy);
         return;
     }
     inst.snap.resize(m.ringLinks.size());
@@ -166,6 +166,8 @@ Communicator::StartRingFlows(uint64_t seq, Instance& inst)
     }
     inst.mode = Mode::Fluid;
     inst.start = Simulator::Now();
+    inst.record.path = CollectivePath::EdgeFlows;
+    inst.record.chunkReason = ChunkReason::None;
     ++m_world->MutableFidelityStats().fluid;
     m_world->Reserve(m.ringLinks, Time::Max());
 

@@ -221,9 +221,12 @@ TEST(Cli, SimulateFidelityCollective)
         const size_t at = out.find(key);
         return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
     };
-    CliResult chunk = Cli({"simulate", dir});
+    CliResult chunk = Cli({"simulate", dir, "--fidelity", "chunk"});
     ASSERT_EQ(chunk.code, 0) << chunk.err;
     EXPECT_EQ(chunk.out.find("collective fidelity"), std::string::npos);
+    EXPECT_NE(chunk.out.find("# fidelity: chunk: every collective chunk by chunk"),
+              std::string::npos)
+        << chunk.out;
     CliResult fast = Cli({"simulate", dir, "--fidelity", "collective"});
     ASSERT_EQ(fast.code, 0) << fast.err;
     EXPECT_NE(fast.out.find("# collective fidelity: 4 collectives replayed, 2 run chunk by "
@@ -234,7 +237,7 @@ TEST(Cli, SimulateFidelityCollective)
     ASSERT_GT(a, 0);
     EXPECT_NEAR(endUs(fast.out), a, 0.01 * a);
     // flows with ring AllReduces: all 6 run as edge flows, same end within 1 % of chunk.
-    CliResult ringChunk = Cli({"simulate", dir, "--algo", "ring"});
+    CliResult ringChunk = Cli({"simulate", dir, "--algo", "ring", "--fidelity", "chunk"});
     ASSERT_EQ(ringChunk.code, 0) << ringChunk.err;
     CliResult flows = Cli({"simulate", dir, "--algo", "ring", "--fidelity", "flows"});
     ASSERT_EQ(flows.code, 0) << flows.err;
@@ -244,8 +247,112 @@ TEST(Cli, SimulateFidelityCollective)
     EXPECT_NEAR(endUs(flows.out), ringEnd, 0.01 * ringEnd);
     CliResult bad = Cli({"simulate", dir, "--fidelity", "fast"});
     EXPECT_EQ(bad.code, 1);
-    EXPECT_NE(bad.err.find("--fidelity must be chunk or collective"), std::string::npos)
+    EXPECT_NE(bad.err.find("--fidelity must be auto, chunk, collective or flows"),
+              std::string::npos)
         << bad.err;
+}
+
+// The default fidelity is auto: each collective takes the exact shortcut that applies to it
+// and the report says which; --fidelity chunk forces the detailed model, and the times agree
+// within auto's documented tolerance (0.1 %).
+TEST(Cli, FidelityAutoIsTheDefaultAndSaysWhatItUsed)
+{
+    auto timeUs = [](const std::string& out, const std::string& size) {
+        const size_t at = out.find("\n" + size + " ");
+        if (at == std::string::npos)
+        {
+            return -1.0;
+        }
+        std::istringstream line(out.substr(at + 1, out.find('\n', at + 1) - at - 1));
+        std::string word;
+        std::vector<std::string> words;
+        while (line >> word)
+        {
+            words.push_back(word);
+        }
+        return words.size() >= 9 ? std::stod(words[8]) : -1.0;
+    };
+    // A ring AllReduce as edge flows.
+    CliResult fast =
+        Cli({"collective", "--servers", "2", "--bytes", "64M", "--algo", "ring", "--quiet"});
+    ASSERT_EQ(fast.code, 0) << fast.err;
+    EXPECT_NE(fast.out.find("# fidelity: auto: 1 collective as edge flows, 0 replayed, 0 chunk "
+                            "by chunk; shortcuts only where exact (within 0.1 % of --fidelity "
+                            "chunk)\n"),
+              std::string::npos)
+        << fast.out;
+    CliResult chunk = Cli({"collective", "--servers", "2", "--bytes", "64M", "--algo", "ring",
+                           "--quiet", "--fidelity", "chunk"});
+    ASSERT_EQ(chunk.code, 0) << chunk.err;
+    EXPECT_NE(chunk.out.find("# fidelity: chunk: every collective chunk by chunk (the detailed "
+                             "model)\n"),
+              std::string::npos)
+        << chunk.out;
+    const double a = timeUs(chunk.out, "    67108864");
+    ASSERT_GT(a, 0) << chunk.out;
+    EXPECT_NEAR(timeUs(fast.out, "    67108864"), a, 1e-3 * a);
+
+    // A tree has no edge-flow form and one instance is never replayed: chunk level, and why.
+    const std::string json = TempPath("fidelity.json");
+    CliResult tree = Cli({"collective", "--servers", "2", "--min-bytes", "1M", "--max-bytes",
+                          "4M", "--algo", "tree", "--json", json, "--quiet"});
+    ASSERT_EQ(tree.code, 0) << tree.err;
+    EXPECT_NE(tree.out.find("# fidelity: auto: 0 collectives as edge flows, 0 replayed, 2 chunk "
+                            "by chunk (2 no edge-flow form, learnt for replay)"),
+              std::string::npos)
+        << tree.out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(Slurp(json)).get(doc), simdjson::SUCCESS);
+    EXPECT_EQ(std::string_view(doc["fidelity"]["mode"].get_string().value()), "auto");
+    EXPECT_EQ(uint64_t(doc["fidelity"]["chunk"].get_uint64().value()), 2u);
+    EXPECT_EQ(uint64_t(doc["fidelity"]["chunk_reasons"]["learning"].get_uint64().value()), 2u);
+    EXPECT_EQ(uint64_t(doc["fidelity"]["edge_flows"].get_uint64().value()), 0u);
+    simdjson::dom::array results;
+    ASSERT_EQ(doc["results"].get_array().get(results), simdjson::SUCCESS);
+    EXPECT_EQ(results.size(), 2u);
+    for (auto res : results)
+    {
+        EXPECT_EQ(std::string_view(res["path"].get_string().value()), "chunk");
+    }
+
+    // The packet backend has no shortcut: chunk level, "not the flow backend".
+    CliResult packet = Cli({"collective", "--servers", "2", "--gpus-per-server", "2",
+                            "--backend", "packet", "--bytes", "1M", "--quiet"});
+    ASSERT_EQ(packet.code, 0) << packet.err;
+    EXPECT_NE(packet.out.find("# fidelity: auto: 0 collectives as edge flows, 0 replayed, 1 "
+                              "chunk by chunk (1 not the flow backend)"),
+              std::string::npos)
+        << packet.out;
+
+    // simulate: repeated ring AllReduces (the first of each op as edge flows, then the same).
+    JobBuilder b(16);
+    b.AllRanks().CommInit("dp");
+    for (int it = 0; it < 4; ++it)
+    {
+        b.AllRanks().Kernel(1, "fwd", 300).AllReduce(1, "dp", 32 << 20);
+    }
+    b.AllRanks().SyncDevice();
+    const std::string dir = TempPath("auto");
+    WriteJobTrace(b.Build(), dir);
+    const std::string metrics = TempPath("auto-metrics.json");
+    CliResult sim = Cli({"simulate", dir, "--algo", "ring", "--json", metrics});
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    simdjson::dom::element m;
+    ASSERT_EQ(parser.parse(Slurp(metrics)).get(m), simdjson::SUCCESS);
+    EXPECT_EQ(uint64_t(m["fidelity"]["edge_flows"].get_uint64().value()), 4u);
+    simdjson::dom::array colls;
+    ASSERT_EQ(m["collectives"].get_array().get(colls), simdjson::SUCCESS);
+    EXPECT_EQ(colls.size(), 4u);
+    for (auto c : colls)
+    {
+        EXPECT_EQ(std::string_view(c["path"].get_string().value()), "edge-flows");
+    }
+    EXPECT_NE(sim.out.find("# fidelity: auto: 4 collectives as edge flows, 0 replayed, 0 chunk "
+                           "by chunk"),
+              std::string::npos)
+        << sim.out;
+    EXPECT_EQ(sim.out.find("# collective fidelity:"), std::string::npos) << sim.out;
 }
 
 TEST(Cli, SimulateReportsMalformedTraceByFileAndLine)

@@ -694,6 +694,13 @@ TEST(Validation, ReportsErrorsAgainstAClosedForm)
     EXPECT_NEAR(double(rows.at(0)["error_pct"]), 0.0, 0.5);
     EXPECT_NEAR(double(rows.at(1)["error_pct"]), -50.0, 0.5);
     EXPECT_EQ(std::string_view(rows.at(1)["algo"]), "ring");
+    // The default fidelity (auto) ran both rings as edge flows and says so.
+    EXPECT_EQ(std::string_view(rows.at(1)["path"]), "edge-flows");
+    EXPECT_EQ(uint64_t(doc["fidelity"]["edge_flows"]), 2u);
+    EXPECT_NE(out.str().find("# fidelity: auto: 2 collectives as edge flows, 0 replayed, 0 "
+                             "chunk by chunk"),
+              std::string::npos)
+        << out.str();
     EXPECT_NEAR(double(doc["median_abs_error_pct"]), 25.0, 0.5);
     EXPECT_NEAR(double(doc["worst_abs_error_pct"]), 50.0, 0.5);
     std::ifstream md(dir.Path("v.md"));

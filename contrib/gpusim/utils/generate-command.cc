@@ -57,11 +57,11 @@ PrintGenerateUsage(std::ostream& os)
           "  current (Megatron's tensorwise) scaling (doc/generate.md \"fp8\")\n"
           "  --dp defaults to the cluster's GPUs / (TP x CP x PP) when --servers or --cluster is\n"
           "  given, else 1. Exit code 4: the plan does not fit in device memory.\n"
-          "  Speed: --fidelity flows (default; chunk|collective|flows as for 'collective') and\n"
-          "  --ranks mirrored (default: the ranks of a stage mirror one representative per class\n"
-          "  of ranks that see the same network) | lockstep (one class per stage: faster, exact\n"
-          "  only where the replicas see the same network) | all. '--fidelity chunk --ranks all'\n"
-          "  is the detailed model.\n";
+          "  Speed: --fidelity flows (default; auto|chunk|collective|flows as for\n"
+          "  'collective') and --ranks mirrored (default: the ranks of a stage mirror one\n"
+          "  representative per class of ranks that see the same network) | lockstep (one\n"
+          "  class per stage: faster, exact only where the replicas see the same network) |\n"
+          "  all. '--fidelity chunk --ranks all' is the detailed model.\n";
 }
 
 /// The CP ring's traffic in the report (doc/generate.md "Context parallelism").

@@ -126,11 +126,71 @@ std::string
 FidelityOption(const Options& o, const std::string& defaultFidelity)
 {
     const std::string fidelity = o.Get("fidelity", defaultFidelity);
-    if (fidelity != "chunk" && fidelity != "collective" && fidelity != "flows")
+    if (fidelity != "auto" && fidelity != "chunk" && fidelity != "collective" &&
+        fidelity != "flows")
     {
-        throw UsageError("--fidelity must be chunk or collective (or flows)");
+        throw UsageError("--fidelity must be auto, chunk, collective or flows");
     }
     return fidelity;
+}
+
+std::string
+FidelityReportLine(const std::string& fidelity, const NcclWorld::FidelityStats& s)
+{
+    std::ostringstream line;
+    line << "# fidelity: " << fidelity;
+    if (fidelity == "chunk")
+    {
+        line << ": every collective chunk by chunk (the detailed model)\n";
+        return line.str();
+    }
+    const uint64_t chunk = s.ChunkTotal();
+    auto plural = [](uint64_t n) { return n == 1 ? " collective" : " collectives"; };
+    line << ": " << s.fluid << plural(s.fluid)
+         << (fidelity == "auto" ? " as edge flows" : " as edge flows or trial loops") << ", "
+         << s.replayed << " replayed, " << chunk << " chunk by chunk";
+    if (chunk > 0)
+    {
+        line << " (";
+        const char* sep = "";
+        for (size_t i = 0; i < s.chunk.size(); ++i)
+        {
+            if (s.chunk[i] > 0)
+            {
+                line << sep << s.chunk[i] << " " << Describe(static_cast<ChunkReason>(i));
+                sep = "; ";
+            }
+        }
+        line << ")";
+    }
+    if (s.conflicts > 0)
+    {
+        line << ", " << s.conflicts << " conflicts";
+    }
+    if (fidelity == "auto")
+    {
+        line << "; shortcuts only where exact (within 0.1 % of --fidelity chunk)";
+    }
+    line << "\n";
+    return line.str();
+}
+
+std::string
+FidelityJson(const std::string& fidelity, const NcclWorld::FidelityStats& s)
+{
+    return s.Json(fidelity);
+}
+
+void
+WarnFidelityConflicts(const NcclWorld::FidelityStats& s, std::ostream& err)
+{
+    if (s.conflicts > 0)
+    {
+        err << "gpusim: warning: " << s.conflicts
+            << " replayed or edge-flow collective(s) shared links with traffic that started "
+               "after them (their times may be off); those ops ran chunk by chunk afterwards "
+               "(--fidelity chunk is exact)\n";
+    }
 }
 
 void
@@ -168,7 +228,8 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
     h.SetNcclAttribute("Efficiency", DoubleValue(eff));
     h.SetNcclAttribute("Channels", UintegerValue(o.Count("channels", 0)));
     const std::string fidelity = FidelityOption(o, defaultFidelity);
-    // flows: collective plus ring collectives as one flow per ring edge (RingFlows).
+    // flows: collective plus ring collectives as one flow per ring edge (RingFlows). auto:
+    // the model picks the exact shortcut per collective (NcclWorld Fidelity=auto).
     h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
     h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));
     if (o.Has("chunk-bytes"))
@@ -231,10 +292,13 @@ PrintCollectiveUsage(std::ostream& os)
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
-          "  --fidelity chunk|collective|flows   collective: replay ops that already ran\n"
-          "                        alone on idle links; flows: also run isolated ring\n"
-          "                        collectives as one flow per ring edge (flow backend;\n"
-          "                        doc/flow-backend.md)\n"
+          "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
+          "                        the shortcut that is exact for it (ring as edge flows,\n"
+          "                        repeats replayed; flow backend) or runs chunk by chunk;\n"
+          "                        chunk: the detailed model for every collective;\n"
+          "                        collective: replay ops that already ran alone on idle\n"
+          "                        links; flows: also run isolated ring collectives as one\n"
+          "                        flow per ring edge (doc/flow-backend.md)\n"
           "  --min-bytes B --max-bytes B --step-factor F | --bytes B   (K/M/G suffixes)\n"
           "  --dtype float|half|bfloat16|double|int8|...   (default float)\n"
           "  --efficiency E        override protocol efficiency; 1 = ideal wire (closed forms)\n"
@@ -308,6 +372,8 @@ struct SizeRun
     std::string backendName;
     bool stuck = false;
     std::string stuckReport;
+    NcclWorld::FidelityStats fidelity; //!< how its collective ran
+    std::string path = "chunk";        //!< CollectivePath of its collective
 };
 
 /// Simulates one size as an independent run (fresh simulator and backend, every rank launching
@@ -370,6 +436,11 @@ SimulateOneSize(const Options& o,
     res.us = t1 - t0;
     Ptr<Communicator> comm = w->GetNcclWorld()->Find("world");
     const CollectivePlan plan = w->GetNcclWorld()->Plan(kind, size, *comm);
+    res.fidelity = w->GetNcclWorld()->GetFidelityStats();
+    if (!w->GetCollectives().empty())
+    {
+        res.path = ToString(w->GetCollectives().front().path);
+    }
     if (!sendrecv)
     {
         res.algo = plan.algo;
@@ -415,6 +486,13 @@ PrintCollectiveResults(std::ostream& out,
     out << "# cluster: " << DescribeCluster(spec) << "\n";
     out << "# backend: " << backendName << ", efficiency: "
         << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
+    NcclWorld::FidelityStats fidelity;
+    for (const SizeRun& r : runs)
+    {
+        fidelity.Add(r.fidelity);
+    }
+    const std::string mode = FidelityOption(o, "auto");
+    out << FidelityReportLine(mode, fidelity);
     out << "#\n";
     out << "#       size         count      type   redop    root    algo   proto  ch"
            "        time    algbw    busbw\n";
@@ -423,6 +501,7 @@ PrintCollectiveResults(std::ostream& out,
     JsonWriter j;
     j.BeginObject();
     j.Key("cluster").String(DescribeCluster(spec)).Key("backend").String(backendName);
+    j.Key("fidelity").Raw(FidelityJson(mode, fidelity));
     j.Key("results").BeginArray();
     double busSum = 0;
     for (size_t i = 0; i < sizes.size(); ++i)
@@ -446,7 +525,7 @@ PrintCollectiveResults(std::ostream& out,
         j.Key("op").String(opLabel).Key("bytes").Uint(sizes[i]);
         j.Key("count").Uint(sizes[i] / elem).Key("type").String(NcclTypeName(dtype));
         j.Key("ranks").Uint(n).Key("algo").String(runs[i].algo).Key("proto").String(runs[i].proto);
-        j.Key("channels").Uint(runs[i].channels);
+        j.Key("channels").Uint(runs[i].channels).Key("path").String(runs[i].path);
         j.Key("time_us").Double(us).Key("algbw_GBps").Double(algbw);
         j.Key("busbw_GBps").Double(busbw);
         if (!runs[i].networkJson.empty())
@@ -608,6 +687,12 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
             err << "\n";
         }
         trace.EndArray().EndObject();
+        NcclWorld::FidelityStats fidelity;
+        for (const SizeRun& r : runs)
+        {
+            fidelity.Add(r.fidelity);
+        }
+        WarnFidelityConflicts(fidelity, err);
 
         JsonWriter j = PrintCollectiveResults(out, o, spec, backendName, kind, sendrecv, dtype, n,
                                               sizes, runs);
@@ -656,6 +741,8 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "       [--ranks all|mirrored] [--json FILE] [--trace FILE]\n"
                    "  --ranks mirrored: ranks with identical op lists mirror the first of them\n"
                    "  (lockstep, doc/flow-backend.md); default all\n"
+                   "  --fidelity: default auto (chunk for a live run's recording, which then\n"
+                   "  reproduces the run)\n"
                    "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n";
             return o.Has("help") ? 0 : 1;
         }
@@ -678,14 +765,15 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                                         " ranks but the cluster has " +
                                         std::to_string(gpus.GetN()) + " GPUs");
         }
+        // A live run's recording replays through the same op-feed path the live run took, so
+        // the results are identical (doc/live-mode.md): at the live run's default fidelity.
+        const bool live = job->metadata.count("mode") && job->metadata.at("mode") == "live";
+        const std::string defaultFidelity = live ? "chunk" : "auto";
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
-        ConfigureNccl(o, helper);
+        ConfigureNccl(o, helper, defaultFidelity);
         ConfigureWorkload(o, helper);
         ConfigureRanks(o, helper, "all");
-        // A live run's recording replays through the same op-feed path the live run took, so
-        // the results are identical (doc/live-mode.md).
-        const bool live = job->metadata.count("mode") && job->metadata.at("mode") == "live";
         Ptr<GpuWorkload> w;
         if (live)
         {
@@ -705,7 +793,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         out << "# cluster: " << DescribeCluster(spec) << "\n";
         PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
-        PrintFidelityStats(o, *w, out, err);
+        PrintFidelityStats(o, defaultFidelity, *w, out, err);
         return FinishSimulation("simulate", o, w, rep, err);
     }
     catch (const UsageError& e)
@@ -723,14 +811,20 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
 }
 
 void
-PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out, std::ostream& err)
+PrintFidelityStats(const Options& o,
+                   const std::string& defaultFidelity,
+                   const GpuWorkload& w,
+                   std::ostream& out,
+                   std::ostream& err)
 {
-    const std::string fidelity = o.Get("fidelity", "chunk");
+    const std::string fidelity = FidelityOption(o, defaultFidelity);
+    const NcclWorld::FidelityStats& s = w.GetNcclWorld()->GetFidelityStats();
+    out << FidelityReportLine(fidelity, s);
     if (fidelity != "collective" && fidelity != "flows")
     {
+        WarnFidelityConflicts(s, err);
         return;
     }
-    const NcclWorld::FidelityStats& s = w.GetNcclWorld()->GetFidelityStats();
     out << "# collective fidelity: " << s.replayed << " collectives replayed, "
         << s.watched + s.unwatched + s.detailed << " run chunk by chunk, " << s.conflicts
         << " conflicts";
@@ -739,12 +833,7 @@ PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out, st
         out << ", " << s.fluid << " rings run as edge flows";
     }
     out << "\n";
-    if (s.conflicts > 0)
-    {
-        err << "gpusim: warning: " << s.conflicts
-            << " replayed collective(s) shared links with traffic that started after them; "
-               "those ops ran chunk by chunk afterwards (--fidelity chunk is exact)\n";
-    }
+    WarnFidelityConflicts(s, err);
 }
 
 void

@@ -26,21 +26,29 @@ extern const std::set<std::string> kNcclOptions;
 /// The network backend chosen by --backend (flow | packet, with --cc, --queue, --mtu ...).
 Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
 /// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes and
-/// --fidelity (`defaultFidelity` when not given: chunk, collective or flows).
+/// --fidelity (`defaultFidelity` when not given: auto, chunk, collective or flows).
 void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
-                   const std::string& defaultFidelity = "chunk");
+                   const std::string& defaultFidelity = "auto");
 /// --ranks all|mirrored|lockstep (`defaultRanks` when not given): mirrored runs ranks that share
 /// a representative's op list as its mirrors (GpuWorkload MirrorIdenticalRanks), in classes
 /// that see the same network; lockstep in one class per list (MirrorSplitClasses off).
 void ConfigureRanks(const Options& o, GpuWorkloadHelper& h, const std::string& defaultRanks);
-/// The checked value of --fidelity (chunk | collective | flows); throws UsageError.
+/// The checked value of --fidelity (auto | chunk | collective | flows); throws UsageError.
 std::string FidelityOption(const Options& o, const std::string& defaultFidelity);
+/// The "# fidelity: ..." report line (with its newline) of a run at --fidelity `fidelity`:
+/// how many collectives ran as edge flows, replayed or chunk by chunk, and why chunk by chunk.
+std::string FidelityReportLine(const std::string& fidelity, const NcclWorld::FidelityStats& s);
+/// The same as a JSON object: {"mode", "edge_flows", "replayed", "chunk", "chunk_reasons",
+/// "conflicts"}.
+std::string FidelityJson(const std::string& fidelity, const NcclWorld::FidelityStats& s);
+/// A warning on err when shortcuts met traffic that started after them (nothing otherwise).
+void WarnFidelityConflicts(const NcclWorld::FidelityStats& s, std::ostream& err);
 /// The checked value of --ranks (all | mirrored | lockstep): true unless all; throws UsageError.
 bool MirroredRanksOption(const Options& o, const std::string& defaultRanks);
-/// With --fidelity collective: a "# collective fidelity: ..." line on out, and a warning on
-/// err if a replay met later traffic.
-void PrintFidelityStats(const Options& o, const GpuWorkload& w, std::ostream& out,
-                        std::ostream& err);
+/// The FidelityReportLine on out (with --fidelity collective or flows also the older
+/// "# collective fidelity: ..." line), and a warning on err if a shortcut met later traffic.
+void PrintFidelityStats(const Options& o, const std::string& defaultFidelity,
+                        const GpuWorkload& w, std::ostream& out, std::ostream& err);
 /// Cost model and what-ifs from --cost-model, --kernel-table, --scale-kernels; --trace keeps
 /// network transfers for the trace.
 void ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper);

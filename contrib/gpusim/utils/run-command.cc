@@ -232,7 +232,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
         NodeContainer nodes = cluster.Create();
         GpuWorkloadHelper helper;
         helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
-        ConfigureNccl(o, helper);
+        ConfigureNccl(o, helper, "chunk");
         ConfigureWorkload(o, helper);
 
         Ptr<LiveJobSource> live = CreateObject<LiveJobSource>();

@@ -84,7 +84,7 @@ XmlEscape(const std::string& s)
 /// say); fills the row's simulated time and plan.
 void
 SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluster,
-            const NodeContainer& gpus, ValidationRow& row)
+            const NodeContainer& gpus, ValidationRow& row, NcclWorld::FidelityStats& fidelity)
 {
     const uint32_t n = gpus.GetN();
     JobBuilder job(n);
@@ -141,12 +141,14 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
     else
     {
         const CollectiveRecord& rec = w->GetCollectives().front();
+        row.path = ToString(rec.path);
         row.simulatedUs = (rec.End() - rec.FirstJoin()).GetNanoSeconds() / 1e3;
         row.algo = rec.plan.algo;
         row.proto = rec.plan.proto;
         row.channels = rec.plan.channels;
     }
     row.errorPct = (row.simulatedUs - row.measuredUs) / row.measuredUs * 100;
+    fidelity.Add(w->GetNcclWorld()->GetFidelityStats());
     w->Dispose();
     Simulator::Destroy();
 }
@@ -183,6 +185,8 @@ PrintUsage(std::ostream& os)
           "  FILE         published nccl-tests results, in the shape of\n"
           "               ../shared/data/nccl-tests/published.json\n"
           "  --min-bytes, --max-bytes   sizes compared (default 1M to 1G)\n"
+          "  --fidelity auto|chunk|...  as for 'collective' (default auto: exact shortcuts\n"
+          "               where they apply)\n"
           "  --json, --markdown, --svg  the report as JSON, as a Markdown table, and as a plot\n"
           "               of measured vs simulated bus bandwidth (one panel per table)\n";
 }
@@ -489,13 +493,17 @@ ValidationMarkdown(const std::vector<ValidationTable>& tables, const std::string
 }
 
 std::string
-ValidationJson(const std::vector<ValidationTable>& tables)
+ValidationJson(const std::vector<ValidationTable>& tables, const std::string& fidelityJson)
 {
     JsonWriter j;
     double median, worst;
     OverallErrors(tables, median, worst);
     j.BeginObject();
     j.Key("median_abs_error_pct").Double(median).Key("worst_abs_error_pct").Double(worst);
+    if (!fidelityJson.empty())
+    {
+        j.Key("fidelity").Raw(fidelityJson);
+    }
     j.Key("tables").BeginArray();
     for (const auto& t : tables)
     {
@@ -515,6 +523,10 @@ ValidationJson(const std::vector<ValidationTable>& tables)
             j.Key("simulated_busbw_GBps").Double(t.BusGBps(r.bytes, r.simulatedUs));
             j.Key("algo").String(r.algo).Key("proto").String(r.proto);
             j.Key("channels").Uint(r.channels);
+            if (!r.path.empty())
+            {
+                j.Key("path").String(r.path);
+            }
             j.EndObject();
         }
         j.EndArray();
@@ -639,6 +651,8 @@ ValidateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         std::vector<ValidationTable> tables =
             ReadValidationTables(o.Positional().front(), minBytes, maxBytes, o.Get("table", ""));
+        const std::string fidelityMode = FidelityOption(o, "auto");
+        NcclWorld::FidelityStats fidelity;
         for (auto& t : tables)
         {
             GpuClusterHelper cluster;
@@ -646,7 +660,7 @@ ValidateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
             NodeContainer gpus = cluster.Create();
             for (auto& r : t.rows)
             {
-                SimulateRow(o, t, cluster, gpus, r);
+                SimulateRow(o, t, cluster, gpus, r, fidelity);
             }
             PrintTable(out, t);
         }
@@ -656,7 +670,8 @@ ValidateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         std::snprintf(line, sizeof(line),
                       "# all tables: median |error| %.1f %%, worst %.1f %% (%s to %s)\n", median,
                       worst, o.Get("min-bytes", "1M").c_str(), o.Get("max-bytes", "1G").c_str());
-        out << line;
+        out << line << FidelityReportLine(fidelityMode, fidelity);
+        WarnFidelityConflicts(fidelity, err);
         std::string command = "gpusim validate";
         for (const auto& a : args)
         {
@@ -664,7 +679,8 @@ ValidateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         }
         if (o.Has("json"))
         {
-            WriteFileAtomically(o.Get("json", ""), ValidationJson(tables));
+            WriteFileAtomically(o.Get("json", ""),
+                                ValidationJson(tables, FidelityJson(fidelityMode, fidelity)));
         }
         if (o.Has("markdown"))
         {

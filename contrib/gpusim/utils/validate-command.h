@@ -46,6 +46,7 @@ struct ValidationRow
     std::string algo;
     std::string proto;
     uint32_t channels = 0;
+    std::string path; //!< how its collective ran (CollectivePath; empty for sendrecv)
 };
 
 struct ValidationTable
@@ -88,7 +89,9 @@ void OverallErrors(const std::vector<ValidationTable>& tables, double& median, d
 
 std::string ValidationMarkdown(const std::vector<ValidationTable>& tables,
                                const std::string& command);
-std::string ValidationJson(const std::vector<ValidationTable>& tables);
+/// `fidelityJson` (optional): the run's FidelityJson object, as "fidelity".
+std::string ValidationJson(const std::vector<ValidationTable>& tables,
+                           const std::string& fidelityJson = "");
 /// Measured (points) vs simulated (line) bus bandwidth per size, one panel per table.
 std::string ValidationSvg(const std::vector<ValidationTable>& tables);
 

@@ -650,7 +650,8 @@ PrintUsage(std::ostream& os)
           "  GEMM efficiency, gpu-spec.cc); --gemm-shape-model: what-if, GEMMs by tile and\n"
           "  wave quantization (kernel-cost-model.cc)\n"
           "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
-          "  --fidelity chunk|collective|flows (default flows), --ranks all|mirrored|lockstep\n"
+          "  --fidelity auto|chunk|collective|flows (default flows), --ranks\n"
+          "  all|mirrored|lockstep\n"
           "  (default mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the\n"
           "  detailed model\n";
 }
