@@ -459,9 +459,16 @@ TEST(ValidateTraining, MegatronCoreRowsBuildTodaysModelAndPlan)
          "grad_dtype": "bf16", "iteration_s": 4.0},
         {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 131072, "seq_length": 4096,
          "tp": 1, "pp": 1, "gpus": 48, "batch": 192, "micro_batch": 1,
-         "tied_embeddings": false, "recompute": "selective", "iteration_s": 0.45}]}]})";
+         "tied_embeddings": false, "recompute": "selective", "iteration_s": 0.45},
+        {"arch": "nemotron", "layers": 32, "hidden": 4096, "heads": 32, "vocab": 256000,
+         "seq_length": 4096, "tp": 2, "pp": 1, "gpus": 64, "batch": 256, "micro_batch": 4,
+         "dtype": "fp8", "tp_comm_overlap": true, "overlap_p2p_comm": false,
+         "iteration_s": 1.31},
+        {"arch": "llama", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+         "vocab": 128256, "seq_length": 8192, "tp": 1, "pp": 1, "gpus": 8, "batch": 128,
+         "micro_batch": 1, "dtype": "fp8", "fp8_recipe": "current", "iteration_s": 9.07}]}]})";
     const auto rows = ReadTrainingValidation(f, "");
-    ASSERT_EQ(rows.size(), 2u);
+    ASSERT_EQ(rows.size(), 4u);
     const TrainingValidationRow& llama = rows[0];
     EXPECT_EQ(llama.model.kvHeads, 8u);
     EXPECT_EQ(llama.model.ffn, 14336u);
@@ -492,6 +499,17 @@ TEST(ValidateTraining, MegatronCoreRowsBuildTodaysModelAndPlan)
     EXPECT_EQ(gpt.plan.dp, 48u);
     EXPECT_EQ(gpt.plan.gradDtype, DataType::F32);
     EXPECT_EQ(gpt.plan.recompute, Recompute::Selective);
+    EXPECT_EQ(gpt.plan.fp8, Fp8Recipe::None);
+    EXPECT_FALSE(gpt.plan.tpCommOverlap);
+    const TrainingValidationRow& nemotron = rows[2];
+    EXPECT_FALSE(nemotron.model.gatedMlp || nemotron.model.rmsNorm || nemotron.model.biases ||
+                 nemotron.model.tiedEmbeddings || nemotron.model.learnedPositions);
+    EXPECT_EQ(nemotron.model.dtype, DataType::BF16);
+    EXPECT_EQ(nemotron.plan.fp8, Fp8Recipe::Delayed); // Megatron-Core's default recipe
+    EXPECT_TRUE(nemotron.plan.tpCommOverlap && nemotron.plan.sequenceParallel);
+    EXPECT_FALSE(nemotron.plan.overlapP2pComm);
+    EXPECT_EQ(rows[3].plan.fp8, Fp8Recipe::CurrentScaling);
+    EXPECT_TRUE(rows[3].plan.overlapP2pComm); // the default (used only when interleaved)
 }
 
 TEST(ValidateTraining, BadMegatronCoreRowsNameTheRowAndField)
@@ -506,6 +524,7 @@ TEST(ValidateTraining, BadMegatronCoreRowsNameTheRowAndField)
         {R"("gpus": 47)", "not a multiple of tp x pp x cp"},
         {R"("gpus": 48, "cp": 0)", "'cp'"},
         {R"("gpus": 48, "dtype": "int4")", "'dtype'"},
+        {R"("gpus": 48, "dtype": "fp8", "fp8_recipe": "mxfp8")", "'fp8_recipe'"},
         {R"("gpus": 48, "grad_dtype": "fp8")", "'grad_dtype'"},
         {R"("gpus": 48, "tied_embeddings": 1)", "'tied_embeddings'"},
     };

@@ -220,12 +220,14 @@ ReadCoreRow(simdjson::dom::element re, const std::string& where, TrainingValidat
     d.ffn = OptionalCount(re, "ffn", 0, where);
     d.vocab = RowCount(re, "vocab", where);
     d.seqLength = RowCount(re, "seq_length", where);
+    // fp8: a bf16 model whose transformer-layer GEMMs run in fp8 (Transformer Engine's hybrid
+    // format, "fp8_recipe" delayed or current scaling).
     const std::string dtype = OptionalString(re, "dtype", "bf16", where);
-    if (dtype != "bf16" && dtype != "fp16")
+    if (dtype != "bf16" && dtype != "fp16" && dtype != "fp8")
     {
-        throw std::runtime_error(where + ": 'dtype' \"" + dtype + "\" is not bf16 or fp16");
+        throw std::runtime_error(where + ": 'dtype' \"" + dtype + "\" is not bf16, fp16 or fp8");
     }
-    r.model = MegatronCoreModel(d, arch, dtype == "bf16" ? DataType::BF16 : DataType::F16,
+    r.model = MegatronCoreModel(d, arch, dtype == "fp16" ? DataType::F16 : DataType::BF16,
                                 OptionalBool(re, "tied_embeddings", arch == CoreArch::Gpt, where));
     const std::string grad = OptionalString(re, "grad_dtype", "f32", where);
     if (grad != "f32" && grad != "bf16")
@@ -252,6 +254,12 @@ ReadCoreRow(simdjson::dom::element re, const std::string& where, TrainingValidat
     r.plan.sequenceParallel =
         OptionalBool(re, "sequence_parallel", r.plan.sequenceParallel, where);
     r.plan.tpCommOverlap = OptionalBool(re, "tp_comm_overlap", false, where);
+    const std::string recipe = OptionalString(re, "fp8_recipe", "delayed", where);
+    if (dtype == "fp8" && (!ParseFp8Recipe(recipe, r.plan.fp8) || r.plan.fp8 == Fp8Recipe::None))
+    {
+        throw std::runtime_error(where + ": 'fp8_recipe' \"" + recipe +
+                                 "\" is not delayed or current");
+    }
     r.plan.overlapP2pComm = OptionalBool(re, "overlap_p2p_comm", true, where);
     r.measuredIterationS = RowNumber(re, "iteration_s", where);
 }
