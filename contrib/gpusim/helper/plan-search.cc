@@ -150,7 +150,7 @@ StagePeakMemory(const ModelSpec& m, const TrainingPlan& p, uint32_t stage)
     std::vector<uint64_t> chunkBytes(p.virtualStages);
     for (uint32_t c = 0; c < p.virtualStages; ++c)
     {
-        double bytes = layersPerChunk * LayerActivationBytes(m, p);
+        double bytes = ChunkLayersActivationBytes(m, p, layersPerChunk);
         if (stage == 0 && c == 0 && m.dropout)
         {
             bytes += local * m.hidden; // embedding dropout mask

@@ -297,11 +297,17 @@ ValidatePlan(const ModelSpec& m, const TrainingPlan& p)
     Require(m.layers % chunks == 0, "layers " + Str(m.layers) + " must be a multiple of PP x " +
                                         "virtual stages = " + Str(chunks));
     Require(p.virtualStages == 1 || p.pp > 1, "virtual stages need PP > 1");
+    const uint32_t chunkLayers = m.layers / chunks;
     const uint32_t s = SeqLength(m, p);
     ValidateContextParallel(m, p);
     Require(!p.sequenceParallel || (s / p.cp) % p.tp == 0,
             "sequence parallelism needs TP " + Str(p.tp) + " to divide the sequence " + Str(s) +
                 (p.cp > 1 ? " / CP " + Str(p.cp) + " = " + Str(s / p.cp) : std::string()));
+    Require(p.recomputeLayers == 0 ||
+                (p.recompute == Recompute::Full && p.recomputeLayers <= chunkLayers),
+            "recomputing " + Str(p.recomputeLayers) +
+                " layers per model chunk needs full recomputation and at most the chunk's " +
+                Str(chunkLayers) + " layers");
     Require(!p.tpCommOverlap || p.tp < 2 || p.sequenceParallel,
             "TP communication overlap needs sequence parallelism (Megatron-Core requires it)");
     Require(p.ep == 1 || m.experts > 0, "expert parallelism needs an MoE model");
@@ -529,6 +535,26 @@ double
 LayerActivationBytesNoRecompute(const ModelSpec& m, const TrainingPlan& p)
 {
     return LayerActivations(m, p, false);
+}
+
+uint32_t
+RecomputedLayers(const TrainingPlan& p, uint32_t layers)
+{
+    if (p.recompute != Recompute::Full)
+    {
+        return 0;
+    }
+    return p.recomputeLayers ? std::min(p.recomputeLayers, layers) : layers;
+}
+
+double
+ChunkLayersActivationBytes(const ModelSpec& m, const TrainingPlan& p, uint32_t layers)
+{
+    const uint32_t recomputed = RecomputedLayers(p, layers);
+    return recomputed * LayerActivationBytes(m, p) +
+           (layers - recomputed) * (p.recompute == Recompute::Full
+                                        ? LayerActivationBytesNoRecompute(m, p)
+                                        : LayerActivationBytes(m, p));
 }
 
 double

@@ -104,6 +104,9 @@ struct TrainingPlan
     uint32_t microBatch = 1;
     uint32_t globalBatch = 0;   //!< sequences; 0 = the model's default
     Recompute recompute = Recompute::None;
+    /// Full recomputation of the first N layers of each model chunk only (Megatron's
+    /// --recompute-method block --recompute-num-layers N); 0: every layer.
+    uint32_t recomputeLayers = 0;
     bool distributedOptimizer = false; //!< ZeRO-1: optimizer states sharded over DP
     /// Distributed optimizer: gather the updated parameters under the next forward
     /// (Megatron-Core's --overlap-param-gather, on in its and NeMo's recipes) instead of after
@@ -199,6 +202,13 @@ double ModelFlopsPerIteration(const ModelSpec& m, const TrainingPlan& p);
 /// no-dropout models); with Full recomputation, the layer input only. With context parallelism
 /// every stored tensor covers the rank's s / cp tokens.
 double LayerActivationBytes(const ModelSpec& m, const TrainingPlan& p);
+/// Layers of a model chunk of `layers` that are fully recomputed (Full: recomputeLayers of
+/// them, or all).
+uint32_t RecomputedLayers(const TrainingPlan& p, uint32_t layers);
+/// Stored activations of a model chunk's `layers` transformer layers for one micro-batch on
+/// one TP rank: the recomputed layers' inputs, the others' LayerActivationBytesNoRecompute
+/// (or with selective recomputation LayerActivationBytes).
+double ChunkLayersActivationBytes(const ModelSpec& m, const TrainingPlan& p, uint32_t layers);
 /// One layer's activations as stored without recomputation (the transient working set of a
 /// layer recomputed for its backward under Full recomputation).
 double LayerActivationBytesNoRecompute(const ModelSpec& m, const TrainingPlan& p);

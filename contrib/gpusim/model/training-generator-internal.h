@@ -203,6 +203,7 @@ class RankGenerator
     uint32_t m_rank;
     RankPosition m_pos;
     bool m_firstBackward = false; //!< the backward being emitted is its chunk's first micro-batch
+    bool m_recomputeLayer = false; //!< the layer whose backward is emitted is recomputed first
     bool m_castWeights = false;   //!< fp8: the forward being emitted casts the weights (TE's
                                   //!< is_first_microbatch: the chunk's first micro-batch)
     double m_e;

@@ -267,6 +267,8 @@ DescribePlan(const TrainingPlan& p)
     }
     os << (p.sequenceParallel ? " SP" : "") << ", micro-batch " << p.microBatch
        << ", recompute " << ToString(p.recompute)
+       << (p.recomputeLayers ? " (" + std::to_string(p.recomputeLayers) + " layers per chunk)"
+                             : std::string())
        << (p.distributedOptimizer ? ", distributed optimizer" : "")
        << (p.distributedOptimizer && !p.overlapParamGather ? " (no param-gather overlap)" : "")
        << (p.tpCommOverlap ? ", TP comm overlap" : "")

@@ -336,7 +336,7 @@ RankGenerator::LayerBackward()
     const double h = m_m.hidden;
     const double t = m_p.tp;
     const double qkv = (h + 2.0 * m_m.kvHeads * m_m.HeadDim()) / t;
-    if (m_p.recompute == Recompute::Full)
+    if (m_p.recompute == Recompute::Full && m_recomputeLayer)
     {
         // Recompute the layer from its stored input; TE reuses the cached fp8 weights.
         const bool cast = m_castWeights;

@@ -103,7 +103,7 @@ double
 RankGenerator::ChunkActivationBytes(uint32_t chunk) const
 {
     const double h = m_m.hidden;
-    double bytes = m_layersPerChunk * LayerActivationBytes(m_m, m_p);
+    double bytes = ChunkLayersActivationBytes(m_m, m_p, m_layersPerChunk);
     if (FirstChunk(chunk) && m_m.dropout)
     {
         bytes += LocalTokens() * h; // embedding dropout mask
@@ -169,6 +169,8 @@ RankGenerator::Backward(const PipeStep& s)
     }
     for (uint32_t l = m_layersPerChunk; l-- > 0;)
     {
+        // Megatron's block method recomputes the chunk's first N layers.
+        m_recomputeLayer = l < RecomputedLayers(m_p, m_layersPerChunk);
         LayerBackward();
         if (l == 0)
         {

@@ -538,3 +538,43 @@ TEST(Generate, CrossEntropyBytesFusedOrMegatronsDefault)
     EXPECT_DOUBLE_EQ(bytes("cross_entropy"), logits * 10);
     EXPECT_DOUBLE_EQ(bytes("cross_entropy_bwd"), logits * 6);
 }
+
+// Megatron's --recompute-method block --recompute-num-layers N: the first N layers of each
+// model chunk store their input only and rerun their forward before the backward; the others
+// store everything. TinyGpt, 4 layers, PP 1, one micro-batch: 4 + 1 qkv forwards with N = 1,
+// and the chunk's activations are 1 layer input + 3 full layers.
+TEST(Generate, BlockRecomputationRecomputesTheFirstLayersOnly)
+{
+    const ModelSpec m = TinyGpt(4);
+    TrainingPlan p = Plan(1, 1, 1, 1);
+    p.recompute = Recompute::Full;
+    p.recomputeLayers = 1;
+    ValidatePlan(m, p);
+    auto qkvForwards = [](const JobTrace& job) {
+        uint32_t n = 0;
+        for (const Op& op : OpsOf(job, 0))
+        {
+            n += op.kind == OpKind::Kernel && op.name == "qkv";
+        }
+        return n;
+    };
+    EXPECT_EQ(qkvForwards(*GenerateTraining(m, p).job), 5u);
+    TrainingPlan all = p;
+    all.recomputeLayers = 0;
+    EXPECT_EQ(qkvForwards(*GenerateTraining(m, all).job), 8u);
+    TrainingPlan none = p;
+    none.recompute = Recompute::None;
+    none.recomputeLayers = 0;
+    const double input = LayerActivationBytes(m, all);
+    const double full = LayerActivationBytes(m, none);
+    EXPECT_GT(full, 10 * input);
+    EXPECT_DOUBLE_EQ(ChunkLayersActivationBytes(m, p, 4), input + 3 * full);
+    EXPECT_DOUBLE_EQ(ChunkLayersActivationBytes(m, all, 4), 4 * input);
+    EXPECT_NE(DescribePlan(p).find("recompute full (1 layers per chunk)"), std::string::npos);
+    TrainingPlan bad = p;
+    bad.recomputeLayers = 5; // more than the chunk's 4 layers
+    EXPECT_THROW(ValidatePlan(m, bad), std::invalid_argument);
+    bad = none;
+    bad.recomputeLayers = 1; // needs full recomputation
+    EXPECT_THROW(ValidatePlan(m, bad), std::invalid_argument);
+}

@@ -23,7 +23,8 @@ namespace
 
 const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "cp", "ep",
                                             "vpp", "micro-batch", "global-batch", "seq-length",
-                                            "recompute", "bucket-params", "grad-dtype",
+                                            "recompute", "recompute-layers", "bucket-params",
+                                            "grad-dtype",
                                             "fp8-recipe"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
@@ -37,7 +38,8 @@ PrintGenerateUsage(std::ostream& os)
     os << "usage: gpusim generate --model NAME | --model-file FILE.yaml\n"
           "         [--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vpp V] [--sp]\n"
           "         [--micro-batch B] [--global-batch G] [--seq-length S]\n"
-          "         [--recompute none|selective|full] [--distributed-optimizer]\n"
+          "         [--recompute none|selective|full] [--recompute-layers N]\n"
+          "         [--distributed-optimizer]\n"
           "         [--no-overlap-grad-reduce] [--no-overlap-param-gather] [--tp-comm-overlap]\n"
           "         [--no-overlap-p2p-comm]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
@@ -118,6 +120,11 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     if (!ParseRecompute(o.Get("recompute", "none"), plan.recompute))
     {
         throw UsageError("--recompute must be none, selective or full");
+    }
+    plan.recomputeLayers = o.Count("recompute-layers", 0);
+    if (o.Has("recompute-layers") && plan.recompute != Recompute::Full)
+    {
+        throw UsageError("--recompute-layers needs --recompute full");
     }
     plan.distributedOptimizer = o.Has("distributed-optimizer");
     plan.overlapGradReduce = !o.Has("no-overlap-grad-reduce");

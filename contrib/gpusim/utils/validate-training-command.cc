@@ -251,6 +251,12 @@ ReadCoreRow(simdjson::dom::element re, const std::string& where, TrainingValidat
         throw std::runtime_error(where + ": 'recompute' is not \"none\", \"selective\" or "
                                          "\"full\"");
     }
+    if (re["recompute_num_layers"].error() == simdjson::SUCCESS)
+    {
+        // Megatron's --recompute-method block --recompute-num-layers N.
+        r.plan.recompute = Recompute::Full;
+        r.plan.recomputeLayers = RowCount(re, "recompute_num_layers", where);
+    }
     r.plan.sequenceParallel =
         OptionalBool(re, "sequence_parallel", r.plan.sequenceParallel, where);
     r.plan.tpCommOverlap = OptionalBool(re, "tp_comm_overlap", false, where);
