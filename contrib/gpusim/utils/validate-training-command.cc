@@ -580,16 +580,23 @@ TrainingValidationMarkdown(const std::vector<TrainingValidationRow>& rows)
 std::string
 TrainingValidationSvg(const std::vector<TrainingValidationRow>& rows)
 {
-    // One column per row (published order), TFLOP/s per GPU from 0 to 200: measured (circle)
-    // and simulated (square) where run.
+    // One column per row (published order), TFLOP/s per GPU from 0 to the largest value
+    // (at least 200, in steps of 50): measured (circle) and simulated (square) where run.
+    double most = 200;
+    for (const auto& r : rows)
+    {
+        most = std::max({most, r.measuredTflops, r.run ? r.simulatedTflops : 0.0});
+    }
+    const double scale = 50 * std::ceil(most / 50);
     const double w = 60.0 * rows.size() + 100, hgt = 320, top = 30, bottom = 260, left = 60;
-    auto y = [&](double t) { return bottom - (bottom - top) * std::min(t, 200.0) / 200.0; };
+    auto y = [&](double t) { return bottom - (bottom - top) * std::min(t, scale) / scale; };
     std::ostringstream os;
     os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << hgt
        << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
        << "<text x=\"" << left << "\" y=\"18\">achieved TFLOP/s per GPU: measured (circle, "
           "as published) vs gpusim (square)</text>\n";
-    for (int t = 0; t <= 200; t += 50)
+    const int step = scale > 400 ? 100 : 50;
+    for (int t = 0; t <= scale; t += step)
     {
         os << "<line x1=\"" << left << "\" x2=\"" << w - 20 << "\" y1=\"" << y(t) << "\" y2=\""
            << y(t) << "\" stroke=\"#ddd\"/><text x=\"20\" y=\"" << y(t) + 4 << "\">" << t
