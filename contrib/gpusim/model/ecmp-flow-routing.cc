@@ -59,6 +59,7 @@ void
 EcmpFlowRouting::DoDispose()
 {
     m_ipv4 = nullptr;
+    m_lastInDev = nullptr;
     m_routeCache.clear();
     m_hopSets.clear();
     m_setOf.clear();
@@ -205,6 +206,17 @@ EcmpFlowRouting::LocalSource()
     return m_localSource;
 }
 
+int32_t
+EcmpFlowRouting::InterfaceOf(Ptr<const NetDevice> dev)
+{
+    if (PeekPointer(dev) != m_lastInDev || !m_lastInDev)
+    {
+        m_lastInDev = PeekPointer(dev);
+        m_lastInIface = m_ipv4->GetInterfaceForDevice(dev);
+    }
+    return m_lastInIface;
+}
+
 Ptr<Ipv4Route>
 EcmpFlowRouting::RouteVia(uint32_t interface)
 {
@@ -271,10 +283,9 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
     // (interface addresses, broadcast) goes through the generic interface check.
     const bool hostAddress = host < m_nHosts;
     if ((hostAddress && host == m_localHost) ||
-        (!hostAddress &&
-         m_ipv4->IsDestinationAddress(dst, m_ipv4->GetInterfaceForDevice(idev))))
+        (!hostAddress && m_ipv4->IsDestinationAddress(dst, InterfaceOf(idev))))
     {
-        const int32_t iif = m_ipv4->GetInterfaceForDevice(idev);
+        const int32_t iif = InterfaceOf(idev);
         if (!lcb.IsNull())
         {
             lcb(p, header, iif);
@@ -296,11 +307,13 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
 void
 EcmpFlowRouting::NotifyInterfaceUp(uint32_t)
 {
+    m_lastInDev = nullptr; // interfaces may have been added
 }
 
 void
 EcmpFlowRouting::NotifyInterfaceDown(uint32_t)
 {
+    m_lastInDev = nullptr;
 }
 
 void
@@ -308,6 +321,7 @@ EcmpFlowRouting::NotifyAddAddress(uint32_t, Ipv4InterfaceAddress)
 {
     m_routeCache.clear(); // sources may change
     m_localSourceSet = false;
+    m_lastInDev = nullptr;
 }
 
 void
@@ -315,6 +329,7 @@ EcmpFlowRouting::NotifyRemoveAddress(uint32_t, Ipv4InterfaceAddress)
 {
     m_routeCache.clear();
     m_localSourceSet = false;
+    m_lastInDev = nullptr;
 }
 
 void

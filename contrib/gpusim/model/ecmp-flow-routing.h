@@ -85,6 +85,8 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     }
     /// This node's source address for locally originated packets (interface 1).
     Ipv4Address LocalSource();
+    /// Ipv4 interface of an input device (the last one asked is remembered: a host has one).
+    int32_t InterfaceOf(Ptr<const NetDevice> dev);
 
     Ptr<Ipv4> m_ipv4;                           //!< this node's IPv4 stack
     uint32_t m_firstHost = 0;                   //!< address of host 0 (host order)
@@ -96,6 +98,8 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     std::vector<uint16_t> m_setOf;                //!< per host: index in m_hopSets
     Ipv4Address m_localSource;                  //!< address of interface 1 (set on first use)
     bool m_localSourceSet = false;
+    const NetDevice* m_lastInDev = nullptr;     //!< InterfaceOf's remembered device
+    int32_t m_lastInIface = -1;                 //!< ... and its interface
     std::vector<Ptr<Ipv4Route>> m_routeCache;   //!< per interface: prebuilt route
     uint64_t m_salt = 0;                        //!< per-node hash salt
     uint32_t m_localHost = UINT32_MAX;          //!< host index of this node, if a host
