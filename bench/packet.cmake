@@ -15,3 +15,9 @@ add_executable(gpusim-bench-packet-scaling ${CMAKE_CURRENT_LIST_DIR}/packet-scal
 target_link_libraries(gpusim-bench-packet-scaling PRIVATE ns3-gpusim)
 set_target_properties(gpusim-bench-packet-scaling PROPERTIES RUNTIME_OUTPUT_DIRECTORY
                                                              ${CMAKE_BINARY_DIR}/bin)
+if(GPUSIM_JEMALLOC)
+  # Same allocator as the gpusim program (contrib/gpusim/CMakeLists.txt), so the numbers are
+  # the CLI's.
+  target_link_libraries(gpusim-bench-packet-scaling PRIVATE "-Wl,--no-as-needed"
+                        ${GPUSIM_JEMALLOC} "-Wl,--as-needed")
+endif()
