@@ -170,6 +170,10 @@ EcmpFlowRouting::Choose(uint32_t host,
                         Ipv4Address src)
 {
     const std::vector<uint32_t>& c = HopsOf(host);
+    if (c.size() == 1 && m_pathChoice.IsEmpty())
+    {
+        return c[0]; // one way on and nobody tracing: the ports are not needed
+    }
     uint16_t sport = 0;
     uint16_t dport = 0;
     const uint8_t proto = header.GetProtocol();
