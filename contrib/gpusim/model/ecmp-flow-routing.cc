@@ -10,6 +10,8 @@
 #include "ns3/trace-source-accessor.h"
 
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace ns3
 {
@@ -57,8 +59,10 @@ void
 EcmpFlowRouting::DoDispose()
 {
     m_ipv4 = nullptr;
+    m_lastInDev = nullptr;
     m_routeCache.clear();
-    m_hops.clear();
+    m_hopSets.clear();
+    m_setOf.clear();
     Ipv4RoutingProtocol::DoDispose();
 }
 
@@ -67,19 +71,46 @@ EcmpFlowRouting::SetHostAddressing(Ipv4Address first, uint32_t nHosts)
 {
     m_firstHost = first.Get();
     m_nHosts = nHosts;
-    m_hops.assign(nHosts, {});
+    m_hopSets.assign(1, {});
+    m_setOf.assign(nHosts, 0);
 }
 
 void
 EcmpFlowRouting::SetNextHops(uint32_t host, const std::vector<uint32_t>& interfaces)
 {
-    m_hops.at(host) = interfaces;
+    if (host >= m_setOf.size())
+    {
+        throw std::out_of_range("EcmpFlowRouting::SetNextHops: host " + std::to_string(host) +
+                                " out of range");
+    }
+    // Consecutive hosts usually share a set (same downlink, or the uplinks): try the last one
+    // used first, then the others.
+    const uint16_t last = host > 0 ? m_setOf[host - 1] : 0;
+    if (m_hopSets[last] == interfaces)
+    {
+        m_setOf[host] = last;
+        return;
+    }
+    for (size_t i = 0; i < m_hopSets.size(); ++i)
+    {
+        if (m_hopSets[i] == interfaces)
+        {
+            m_setOf[host] = static_cast<uint16_t>(i);
+            return;
+        }
+    }
+    if (m_hopSets.size() > std::numeric_limits<uint16_t>::max())
+    {
+        throw std::length_error("EcmpFlowRouting: more than 65535 distinct next-hop sets");
+    }
+    m_setOf[host] = static_cast<uint16_t>(m_hopSets.size());
+    m_hopSets.push_back(interfaces);
 }
 
 std::vector<uint32_t>
 EcmpFlowRouting::GetNextHops(uint32_t host) const
 {
-    return host < m_hops.size() ? m_hops[host] : std::vector<uint32_t>();
+    return host < m_setOf.size() ? HopsOf(host) : std::vector<uint32_t>();
 }
 
 void
@@ -119,11 +150,11 @@ EcmpFlowRouting::PickInterface(Ipv4Address src,
                                uint16_t dport) const
 {
     const uint32_t host = dst.Get() - m_firstHost;
-    if (host >= m_nHosts || m_hops[host].empty())
+    if (host >= m_nHosts || HopsOf(host).empty())
     {
         return std::numeric_limits<uint32_t>::max();
     }
-    const std::vector<uint32_t>& c = m_hops[host];
+    const std::vector<uint32_t>& c = HopsOf(host);
     if (c.size() == 1)
     {
         return c[0];
@@ -138,7 +169,11 @@ EcmpFlowRouting::Choose(uint32_t host,
                         Ptr<const Packet> p,
                         Ipv4Address src)
 {
-    const std::vector<uint32_t>& c = m_hops[host];
+    const std::vector<uint32_t>& c = HopsOf(host);
+    if (c.size() == 1 && m_pathChoice.IsEmpty())
+    {
+        return c[0]; // one way on and nobody tracing: the ports are not needed
+    }
     uint16_t sport = 0;
     uint16_t dport = 0;
     const uint8_t proto = header.GetProtocol();
@@ -164,6 +199,28 @@ EcmpFlowRouting::Choose(uint32_t host,
     return iface;
 }
 
+Ipv4Address
+EcmpFlowRouting::LocalSource()
+{
+    if (!m_localSourceSet)
+    {
+        m_localSource = m_ipv4->GetAddress(1, 0).GetLocal();
+        m_localSourceSet = true;
+    }
+    return m_localSource;
+}
+
+int32_t
+EcmpFlowRouting::InterfaceOf(Ptr<const NetDevice> dev)
+{
+    if (PeekPointer(dev) != m_lastInDev || !m_lastInDev)
+    {
+        m_lastInDev = PeekPointer(dev);
+        m_lastInIface = m_ipv4->GetInterfaceForDevice(dev);
+    }
+    return m_lastInIface;
+}
+
 Ptr<Ipv4Route>
 EcmpFlowRouting::RouteVia(uint32_t interface)
 {
@@ -178,7 +235,7 @@ EcmpFlowRouting::RouteVia(uint32_t interface)
         r->SetOutputDevice(m_ipv4->GetNetDevice(interface));
         // Hosts source everything from their address (interface 1); on switches the source
         // of a forwarding route is unused.
-        r->SetSource(m_ipv4->GetAddress(1, 0).GetLocal());
+        r->SetSource(LocalSource());
         // Point-to-point links need no next-hop address (no ARP): 0.0.0.0 means "on link".
         r->SetGateway(Ipv4Address::GetZero());
     }
@@ -194,14 +251,14 @@ EcmpFlowRouting::RouteOutput(Ptr<Packet> p,
 {
     const Ipv4Address dst = header.GetDestination();
     const uint32_t host = dst.Get() - m_firstHost;
-    if (host >= m_nHosts || m_hops[host].empty())
+    if (host >= m_nHosts || HopsOf(host).empty())
     {
         NS_LOG_LOGIC("no route to " << dst);
         sockerr = Socket::ERROR_NOROUTETOHOST;
         return nullptr;
     }
     // Locally originated: the source is this host's address (interface 1, the first uplink).
-    const Ipv4Address src = m_ipv4->GetAddress(1, 0).GetLocal();
+    const Ipv4Address src = LocalSource();
     uint32_t iface = Choose(host, header, p, src);
     if (oif)
     {
@@ -230,10 +287,9 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
     // (interface addresses, broadcast) goes through the generic interface check.
     const bool hostAddress = host < m_nHosts;
     if ((hostAddress && host == m_localHost) ||
-        (!hostAddress &&
-         m_ipv4->IsDestinationAddress(dst, m_ipv4->GetInterfaceForDevice(idev))))
+        (!hostAddress && m_ipv4->IsDestinationAddress(dst, InterfaceOf(idev))))
     {
-        const int32_t iif = m_ipv4->GetInterfaceForDevice(idev);
+        const int32_t iif = InterfaceOf(idev);
         if (!lcb.IsNull())
         {
             lcb(p, header, iif);
@@ -241,7 +297,7 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
         }
         return false;
     }
-    if (!hostAddress || m_hops[host].empty())
+    if (!hostAddress || HopsOf(host).empty())
     {
         NS_LOG_LOGIC("cannot forward to " << dst);
         return false;
@@ -255,23 +311,29 @@ EcmpFlowRouting::RouteInput(Ptr<const Packet> p,
 void
 EcmpFlowRouting::NotifyInterfaceUp(uint32_t)
 {
+    m_lastInDev = nullptr; // interfaces may have been added
 }
 
 void
 EcmpFlowRouting::NotifyInterfaceDown(uint32_t)
 {
+    m_lastInDev = nullptr;
 }
 
 void
 EcmpFlowRouting::NotifyAddAddress(uint32_t, Ipv4InterfaceAddress)
 {
     m_routeCache.clear(); // sources may change
+    m_localSourceSet = false;
+    m_lastInDev = nullptr;
 }
 
 void
 EcmpFlowRouting::NotifyRemoveAddress(uint32_t, Ipv4InterfaceAddress)
 {
     m_routeCache.clear();
+    m_localSourceSet = false;
+    m_lastInDev = nullptr;
 }
 
 void
@@ -293,7 +355,7 @@ EcmpFlowRouting::PrintRoutingTable(Ptr<OutputStreamWrapper> stream, Time::Unit) 
     for (uint32_t h = 0; h < m_nHosts; ++h)
     {
         os << "  " << Ipv4Address(m_firstHost + h) << " via interfaces";
-        for (uint32_t i : m_hops[h])
+        for (uint32_t i : HopsOf(h))
         {
             os << " " << i;
         }

@@ -78,11 +78,28 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     /// Picks among the candidates for `host` by the salted 5-tuple hash of a packet.
     uint32_t Choose(uint32_t host, const Ipv4Header& header, Ptr<const Packet> p,
                     Ipv4Address src);
+    /// Equal-cost output interfaces towards host (< m_nHosts).
+    const std::vector<uint32_t>& HopsOf(uint32_t host) const
+    {
+        return m_hopSets[m_setOf[host]];
+    }
+    /// This node's source address for locally originated packets (interface 1).
+    Ipv4Address LocalSource();
+    /// Ipv4 interface of an input device (the last one asked is remembered: a host has one).
+    int32_t InterfaceOf(Ptr<const NetDevice> dev);
 
     Ptr<Ipv4> m_ipv4;                           //!< this node's IPv4 stack
     uint32_t m_firstHost = 0;                   //!< address of host 0 (host order)
     uint32_t m_nHosts = 0;                      //!< routable hosts
-    std::vector<std::vector<uint32_t>> m_hops;  //!< per host: equal-cost output interfaces
+    // Next hops, per host: an index into the node's distinct interface sets. A node has few
+    // distinct sets (one per downlink plus the uplinks), so the per-host table is 2 bytes an
+    // entry instead of a vector each: the tables of all nodes grow as nodes x hosts.
+    std::vector<std::vector<uint32_t>> m_hopSets; //!< distinct sets; [0] is the empty set
+    std::vector<uint16_t> m_setOf;                //!< per host: index in m_hopSets
+    Ipv4Address m_localSource;                  //!< address of interface 1 (set on first use)
+    bool m_localSourceSet = false;
+    const NetDevice* m_lastInDev = nullptr;     //!< InterfaceOf's remembered device
+    int32_t m_lastInIface = -1;                 //!< ... and its interface
     std::vector<Ptr<Ipv4Route>> m_routeCache;   //!< per interface: prebuilt route
     uint64_t m_salt = 0;                        //!< per-node hash salt
     uint32_t m_localHost = UINT32_MAX;          //!< host index of this node, if a host

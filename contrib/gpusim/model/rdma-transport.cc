@@ -529,6 +529,10 @@ RdmaTransport::OnDataRecv(uint32_t host, Ptr<Socket> s)
 void
 RdmaTransport::HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& h, bool ce)
 {
+    if (h.qp >= m_receivers.size())
+    {
+        m_receivers.resize(std::max<size_t>(h.qp + 1, m_qpById.size()));
+    }
     Receiver& r = m_receivers[h.qp];
     const Time now = Simulator::Now();
     if (ce)

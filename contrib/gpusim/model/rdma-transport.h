@@ -137,7 +137,7 @@ class RdmaTransport : public PacketTransport
     std::map<ConnectionKey, std::unique_ptr<RdmaQueuePair>> m_qps;
     std::vector<RdmaQueuePair*> m_qpById;
     std::unordered_map<const Socket*, RdmaQueuePair*> m_qpBySocket;
-    std::unordered_map<uint32_t, Receiver> m_receivers; //!< by QP id
+    std::vector<Receiver> m_receivers; //!< by QP id (ids are dense: m_qpById's indices)
 
     ObjectFactory m_ccFactory;
     uint32_t m_mtu = 0;
