@@ -350,7 +350,7 @@ FormatTrainingReport(const TrainingReport& r)
     os << "# model " << r.model << ", " << r.plan << ", " << r.gpus << " GPUs, "
        << r.microBatches << " micro-batches per pipeline\n";
     os << "# " << r.opsTotal << " ops over all ranks, " << r.opLists
-       << " op lists in memory (the ranks of a stage share one)\n";
+       << " op lists in memory (ranks that run the same program share one)\n";
     if (r.oom)
     {
         os << "OOM: " << r.oomInfo.Describe() << "\n";
