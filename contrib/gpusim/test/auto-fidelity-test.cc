@@ -36,7 +36,9 @@ namespace
 /// The tolerance auto is documented to keep (fraction of the chunk-level duration).
 constexpr double kAutoTolerance = 1e-3;
 
+using gpusim_test::BuildLateContention;
 using gpusim_test::EdgeFlowRun;
+using gpusim_test::FinishEdgeFlowRun;
 using gpusim_test::Paced;
 using gpusim_test::WorstError;
 
@@ -267,18 +269,7 @@ TEST(AutoFidelity, PacketBackendRunsChunkLevelExactly)
         h.SetBackend(pkt);
         h.SetNcclAttribute("Algorithm", StringValue("ring"));
         h.SetNcclAttribute("Fidelity", StringValue(fidelity));
-        Ptr<GpuWorkload> w = h.Install(job.BuildShared(), gpus);
-        Simulator::Run();
-        EdgeFlowRun r;
-        RunReport rep = w->Check();
-        r.completed = rep.completed;
-        r.stuck = rep.stuck;
-        r.end = rep.endTime;
-        r.collectives = w->GetCollectives();
-        r.stats = w->GetNcclWorld()->GetFidelityStats();
-        w->Dispose();
-        Simulator::Destroy();
-        return r;
+        return FinishEdgeFlowRun(h.Install(job.BuildShared(), gpus));
     };
     const EdgeFlowRun chunk = run("chunk");
     const EdgeFlowRun fast = run("auto");
@@ -327,27 +318,7 @@ TEST(AutoFidelity, NeverUsesNvlsTrialLoops)
 // shortcut again; the instances before it are the chunk level's (within the tolerance).
 TEST(AutoFidelity, LateContentionIsAConflict)
 {
-    auto build = [](JobBuilder& job) {
-        job.AllRanks().CommInit("w");
-        job.Rank(0).CommInit("x", 2, 0);
-        job.Rank(8).CommInit("x", 2, 1);
-        for (uint32_t i = 0; i < 5; ++i)
-        {
-            job.AllRanks().Kernel(1, "compute", 40.0);
-            if (i == 2)
-            {
-                for (uint32_t r : {0u, 8u})
-                {
-                    job.Rank(r).RecordEvent(7, 1).WaitEvent(2, 7).Kernel(2, "late", 100.0);
-                    job.Rank(r).AllReduce(2, "x", 64 << 20);
-                }
-            }
-            job.AllRanks().AllReduce(1, "w", 64 << 20);
-        }
-        job.AllRanks().SyncStream(1);
-        job.Rank(0).SyncStream(2);
-        job.Rank(8).SyncStream(2);
-    };
+    auto build = [](JobBuilder& job) { BuildLateContention(job, 5, 2); };
     const EdgeFlowRun chunk = RunChunk("ring", 2, build);
     const EdgeFlowRun fast = RunAuto("ring", 2, build);
     ASSERT_TRUE(fast.completed) << fast.stuck;

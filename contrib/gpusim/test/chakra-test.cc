@@ -2,6 +2,7 @@
 // in the repository, see test/data/chakra/README.md), DAG -> Op IR timing derived by hand,
 // Op IR -> Chakra -> Op IR round trips, malformed files and the `gpusim chakra` CLI (on ET
 // files the tests write themselves).
+#include "flow-test-topology.h"
 #include "ns3/chakra-trace.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/double.h"
@@ -27,6 +28,7 @@
 #include <sstream>
 
 using namespace ns3;
+using gpusim_test::FlatSpec;
 using namespace ns3::gpusim;
 
 namespace
@@ -74,20 +76,6 @@ AstraSimFilesMissing(const std::vector<std::pair<std::string, uint32_t>>& traces
         }
     }
     return "";
-}
-
-/// n single-GPU servers on one switch, 100 Gbit/s NICs (12.5 GB/s), 1 us links.
-ClusterSpec
-FlatSpec(uint32_t servers)
-{
-    ClusterSpec s;
-    s.servers = servers;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 100;
-    s.fabric = "single-switch";
-    s.linkLatencyUs = 1.0;
-    return s;
 }
 
 struct SimRun

@@ -20,6 +20,7 @@
 
 using namespace ns3;
 using gpusim::CollKind;
+using gpusim_test::BuildLateContention;
 
 namespace
 {
@@ -266,28 +267,8 @@ TEST(CollectiveFidelity, DisjointCommunicatorsReplayTogether)
 // could not see: it is counted as a conflict and that op is never replayed again.
 TEST(CollectiveFidelity, LateContentionIsReportedAndStopsReplays)
 {
-    auto build = [](JobBuilder& job) {
-        job.AllRanks().CommInit("w");
-        job.Rank(0).CommInit("x", 2, 0);
-        job.Rank(8).CommInit("x", 2, 1);
-        for (uint32_t i = 0; i < 6; ++i)
-        {
-            job.AllRanks().Kernel(1, "compute", 40.0);
-            if (i == 3)
-            {
-                // Starts ~100 us into iteration 4's replayed AllReduce, on GPU 0's NIC.
-                for (uint32_t r : {0u, 8u})
-                {
-                    job.Rank(r).RecordEvent(7, 1).WaitEvent(2, 7).Kernel(2, "late", 100.0);
-                    job.Rank(r).AllReduce(2, "x", 64 << 20);
-                }
-            }
-            job.AllRanks().AllReduce(1, "w", 64 << 20);
-        }
-        job.AllRanks().SyncStream(1);
-        job.Rank(0).SyncStream(2);
-        job.Rank(8).SyncStream(2);
-    };
+    // The late AllReduce starts ~100 us into iteration 4's replayed AllReduce, on GPU 0's NIC.
+    auto build = [](JobBuilder& job) { BuildLateContention(job, 6, 3); };
     FidelityRun fast = RunWith("collective", 2, "ring", build);
     ASSERT_TRUE(fast.completed) << fast.stuck;
     EXPECT_EQ(fast.stats.conflicts, 1u);

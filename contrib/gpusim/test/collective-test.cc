@@ -1,5 +1,6 @@
 // NCCL collectives on the flow backend: closed forms, algorithm orderings, skew, overlap,
 // P2P and stuck-run reports.
+#include "flow-test-topology.h"
 #include "ns3/boolean.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/config.h"
@@ -23,24 +24,11 @@
 #include <sstream>
 
 using namespace ns3;
+using gpusim_test::FlatSpec;
 using gpusim::CollKind;
 
 namespace
 {
-
-/// n single-GPU servers on one switch, NICs at `gbps`.
-gpusim::ClusterSpec
-FlatSpec(uint32_t servers, double gbps, uint32_t gpusPerServer = 1)
-{
-    gpusim::ClusterSpec s;
-    s.servers = servers;
-    s.gpusPerServer = gpusPerServer;
-    s.nicsPerServer = gpusPerServer;
-    s.nicGbps = gbps;
-    s.fabric = "single-switch";
-    s.linkLatencyUs = 1.0;
-    return s;
-}
 
 struct Result
 {

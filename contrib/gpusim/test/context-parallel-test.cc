@@ -28,6 +28,7 @@
 using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::DgxH100;
+using gpusim_test::OpsOf;
 using gpusim_test::Plan;
 using gpusim_test::TinyGpt;
 
@@ -40,13 +41,6 @@ CpPlan(uint32_t tp, uint32_t cp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
     TrainingPlan p = Plan(tp, pp, dp, globalBatch);
     p.cp = cp;
     return p;
-}
-
-const std::vector<Op>&
-OpsOf(const JobTrace& job, uint32_t r)
-{
-    const RankTrace& rt = job.ranks.at(r);
-    return rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom).ops : rt.ops;
 }
 
 std::string

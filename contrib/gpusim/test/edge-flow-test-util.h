@@ -60,6 +60,26 @@ MakeDgxH100FlowCluster(uint32_t servers)
     return c;
 }
 
+/// Runs the installed workload `w` to its end and collects it (with `net`, its flow count),
+/// then disposes of it and destroys the simulator.
+inline EdgeFlowRun
+FinishEdgeFlowRun(ns3::Ptr<ns3::GpuWorkload> w, ns3::Ptr<ns3::FlowBackend> net = nullptr)
+{
+    using namespace ns3;
+    Simulator::Run();
+    EdgeFlowRun r;
+    RunReport rep = w->Check();
+    r.completed = rep.completed;
+    r.stuck = rep.stuck;
+    r.end = rep.endTime;
+    r.collectives = w->GetCollectives();
+    r.stats = w->GetNcclWorld()->GetFidelityStats();
+    r.flowsStarted = net ? net->GetStartedCount() : 0;
+    w->Dispose();
+    Simulator::Destroy();
+    return r;
+}
+
 inline EdgeFlowRun
 RunEdgeFlowCase(const std::string& algorithm, bool edgeFlows, uint32_t servers,
                 const std::function<void(ns3::JobBuilder&)>& build,
@@ -78,19 +98,7 @@ RunEdgeFlowCase(const std::string& algorithm, bool edgeFlows, uint32_t servers,
     {
         configure(h);
     }
-    Ptr<GpuWorkload> w = h.Install(job.BuildShared(), gpus);
-    Simulator::Run();
-    EdgeFlowRun r;
-    RunReport rep = w->Check();
-    r.completed = rep.completed;
-    r.stuck = rep.stuck;
-    r.end = rep.endTime;
-    r.collectives = w->GetCollectives();
-    r.stats = w->GetNcclWorld()->GetFidelityStats();
-    r.flowsStarted = net->GetStartedCount();
-    w->Dispose();
-    Simulator::Destroy();
-    return r;
+    return FinishEdgeFlowRun(h.Install(job.BuildShared(), gpus), net);
 }
 
 /// Largest |edge-flow - chunk| per-rank completion (from the first join) over all collectives,
@@ -143,6 +151,34 @@ Paced(ns3::gpusim::CollKind kind, uint64_t bytes, uint32_t iters, double gapUs)
         }
         job.AllRanks().SyncStream(1);
     };
+}
+
+/// Late contention: `iters` AllReduces of 64 MiB on communicator "w" over all ranks (after 40 us
+/// of compute each), and in iteration `lateAt` a 2-rank AllReduce over GPUs 0 and 8 (on
+/// another stream, after 100 us of its own compute) that lands on the links of "w"'s
+/// collective while it runs.
+inline void
+BuildLateContention(ns3::JobBuilder& job, uint32_t iters, uint32_t lateAt)
+{
+    job.AllRanks().CommInit("w");
+    job.Rank(0).CommInit("x", 2, 0);
+    job.Rank(8).CommInit("x", 2, 1);
+    for (uint32_t i = 0; i < iters; ++i)
+    {
+        job.AllRanks().Kernel(1, "compute", 40.0);
+        if (i == lateAt)
+        {
+            for (uint32_t r : {0u, 8u})
+            {
+                job.Rank(r).RecordEvent(7, 1).WaitEvent(2, 7).Kernel(2, "late", 100.0);
+                job.Rank(r).AllReduce(2, "x", 64 << 20);
+            }
+        }
+        job.AllRanks().AllReduce(1, "w", 64 << 20);
+    }
+    job.AllRanks().SyncStream(1);
+    job.Rank(0).SyncStream(2);
+    job.Rank(8).SyncStream(2);
 }
 
 } // namespace gpusim_test

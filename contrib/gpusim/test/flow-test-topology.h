@@ -1,4 +1,4 @@
-// The star topology the flow-backend tests share.
+// The star topology and the flat cluster the flow-backend and NCCL tests share.
 #ifndef GPUSIM_FLOW_TEST_TOPOLOGY_H
 #define GPUSIM_FLOW_TEST_TOPOLOGY_H
 
@@ -8,6 +8,21 @@
 
 namespace gpusim_test
 {
+
+/// n servers of `gpusPerServer` GPUs (one NIC each) on one switch, NICs at `gbps`, 1 us per
+/// link: a GPU-to-GPU route is GPU -PCIe-> NIC -> switch -> NIC -PCIe-> GPU.
+inline ns3::gpusim::ClusterSpec
+FlatSpec(uint32_t servers, double gbps = 100, uint32_t gpusPerServer = 1)
+{
+    ns3::gpusim::ClusterSpec s;
+    s.servers = servers;
+    s.gpusPerServer = gpusPerServer;
+    s.nicsPerServer = gpusPerServer;
+    s.nicGbps = gbps;
+    s.fabric = "single-switch";
+    s.linkLatencyUs = 1.0;
+    return s;
+}
 
 /// n single-GPU servers on one switch; NIC links 8 Gb/s = 1e9 B/s, 1 us per hop, so every
 /// route is GPU -> NIC -> switch -> NIC -> GPU with 4 us of latency.

@@ -20,6 +20,7 @@
 using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::DgxH100;
+using gpusim_test::OpsOf;
 using gpusim_test::Plan;
 using gpusim_test::TinyGpt;
 
@@ -35,14 +36,6 @@ struct OpCounts
         return it == byKey.end() ? 0 : it->second;
     }
 };
-
-/// Rank r's ops (its stage representative's list when it shares one).
-const std::vector<Op>&
-OpsOf(const JobTrace& job, uint32_t r)
-{
-    const RankTrace& rt = job.ranks.at(r);
-    return rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom).ops : rt.ops;
-}
 
 OpCounts
 Count(const JobTrace& job, uint32_t r)
@@ -343,12 +336,7 @@ TEST(Generate, PipelineIterationTimeWithinHandBound)
     // norms 2eTh, 2 bias-dropout-adds 3eTh + Th, GELU 2eTf) at 80 % of 3.35 TB/s; backward:
     // 2x the FLOPs (attention at the measured 33.7 %), 2 norm backwards 5eTh + Th, GELU
     // backward 3eTf. The head, the embedding and PP transfers add a few percent.
-    ModelSpec m = TinyGpt(8);
-    m.hidden = 4096;
-    m.heads = 32;
-    m.kvHeads = 32;
-    m.ffn = 16384;
-    m.seqLength = 2048;
+    const ModelSpec m = gpusim_test::GemmBoundGpt(8);
     TrainingPlan p = Plan(1, 4, 1, 8);
     const double T = 2048, h = 4096, s = 2048, F = 16384, e = 2;
     const double peak = 989.5e12 * 0.7, hbm = 3.35e12 * 0.8;

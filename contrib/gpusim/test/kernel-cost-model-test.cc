@@ -24,14 +24,6 @@ ShapeModel(bool on = true)
     return cm;
 }
 
-GpuSpec
-Gpu(const std::string& name)
-{
-    GpuSpec s;
-    EXPECT_TRUE(LookupGpuSpec(name, s));
-    return s;
-}
-
 double
 Us(Ptr<RooflineCostModel> cm, const Op& op, const GpuSpec& gpu)
 {

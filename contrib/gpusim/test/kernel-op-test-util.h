@@ -1,10 +1,15 @@
-// A GEMM kernel op for cost-model tests (kernel-cost-model-test.cc, h100-measurements-test.cc).
+// A GEMM kernel op and GPU presets for cost-model tests (kernel-cost-model-test.cc,
+// h100-measurements-test.cc, training-fp8-test.cc).
 #ifndef GPUSIM_TEST_KERNEL_OP_TEST_UTIL_H
 #define GPUSIM_TEST_KERNEL_OP_TEST_UTIL_H
 
+#include "ns3/gpu-spec.h"
 #include "ns3/op-ir.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <string>
 
 namespace ns3
 {
@@ -24,6 +29,15 @@ GemmOp(uint64_t m, uint64_t n, uint64_t k, uint64_t batch = 1, DataType t = Data
     op.gemm.batch = batch;
     op.gemm.dtype = t;
     return op;
+}
+
+/// A GPU preset by name (h100-sxm, h200-sxm, a100-sxm).
+inline GpuSpec
+Gpu(const std::string& name)
+{
+    GpuSpec s;
+    EXPECT_TRUE(LookupGpuSpec(name, s));
+    return s;
 }
 
 } // namespace gpusim

@@ -21,6 +21,7 @@
 //    enter) the same server.
 //  * Channels: one per GPU of a server across servers (= 1 here), trees in mirrored pairs (2).
 //  * Times are End - FirstJoin of the collective record: every rank joins at the same instant.
+#include "flow-test-topology.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
@@ -35,6 +36,7 @@
 #include <cmath>
 
 using namespace ns3;
+using gpusim_test::FlatSpec;
 using gpusim::CollKind;
 
 namespace
@@ -55,20 +57,6 @@ const Proto kLl{"ll", 0.5, 600, 4000};
 
 constexpr double kNicBytesPerSec = 100e9 / 8; // 100 Gb/s
 constexpr double kPathNs = 4000;              // PCIe + NIC + NIC + PCIe, 1 us each
-
-/// n single-GPU servers on one switch, 100 Gb/s NICs, 1 us per link.
-gpusim::ClusterSpec
-FlatSpec(uint32_t servers)
-{
-    gpusim::ClusterSpec s;
-    s.servers = servers;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 100;
-    s.fabric = "single-switch";
-    s.linkLatencyUs = 1.0;
-    return s;
-}
 
 /// Wire bytes of a step carrying `payload` bytes.
 double

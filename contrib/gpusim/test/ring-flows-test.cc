@@ -27,6 +27,7 @@ namespace
 {
 
 using RingRun = gpusim_test::EdgeFlowRun;
+using gpusim_test::BuildLateContention;
 using gpusim_test::Paced;
 using gpusim_test::WorstError;
 
@@ -202,27 +203,7 @@ TEST(RingFlows, ContendedPaths)
 // chunk by chunk from then on.
 TEST(RingFlows, LateContentionStopsEdgeFlows)
 {
-    auto build = [](JobBuilder& job) {
-        job.AllRanks().CommInit("w");
-        job.Rank(0).CommInit("x", 2, 0);
-        job.Rank(8).CommInit("x", 2, 1);
-        for (uint32_t i = 0; i < 5; ++i)
-        {
-            job.AllRanks().Kernel(1, "compute", 40.0);
-            if (i == 2)
-            {
-                for (uint32_t r : {0u, 8u})
-                {
-                    job.Rank(r).RecordEvent(7, 1).WaitEvent(2, 7).Kernel(2, "late", 100.0);
-                    job.Rank(r).AllReduce(2, "x", 64 << 20);
-                }
-            }
-            job.AllRanks().AllReduce(1, "w", 64 << 20);
-        }
-        job.AllRanks().SyncStream(1);
-        job.Rank(0).SyncStream(2);
-        job.Rank(8).SyncStream(2);
-    };
+    auto build = [](JobBuilder& job) { BuildLateContention(job, 5, 2); };
     RingRun flows = RunRing(true, 2, build);
     ASSERT_TRUE(flows.completed) << flows.stuck;
     EXPECT_EQ(flows.stats.conflicts, 1u);

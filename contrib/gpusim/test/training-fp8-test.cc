@@ -22,19 +22,12 @@
 using namespace ns3;
 using namespace ns3::gpusim;
 using gpusim_test::DgxH100;
+using gpusim_test::OpsOf;
 using gpusim_test::Plan;
 using gpusim_test::TinyGpt;
 
 namespace
 {
-
-GpuSpec
-Gpu(const std::string& name)
-{
-    GpuSpec s;
-    EXPECT_TRUE(LookupGpuSpec(name, s));
-    return s;
-}
 
 double
 Seconds(Ptr<RooflineCostModel> cm, const Op& op, const GpuSpec& gpu)
@@ -58,13 +51,6 @@ struct Tally
         return it == bytes.end() ? 0 : it->second;
     }
 };
-
-const std::vector<Op>&
-OpsOf(const JobTrace& job, uint32_t r)
-{
-    const RankTrace& rt = job.ranks.at(r);
-    return rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom).ops : rt.ops;
-}
 
 Tally
 TallyOf(const JobTrace& job, uint32_t r)
@@ -360,12 +346,7 @@ TEST(TrainingFp8, GemmBoundIterationFasterByTheHandDerivedAmount)
     // four gradient outputs ((e + 2) per value), and per micro-batch four amax kernels (2 us
     // floor each, no all-reduce on one GPU); per layer once the four weight casts. Memory-bound
     // kernels at 0.8 x 3.35 TB/s, at least 2 us.
-    ModelSpec m = TinyGpt(2);
-    m.hidden = 4096;
-    m.heads = 32;
-    m.kvHeads = 32;
-    m.ffn = 16384;
-    m.seqLength = 2048;
+    const ModelSpec m = gpusim_test::GemmBoundGpt(2);
     const double T = 2048, h = 4096, F = 16384, e = 2, L = 2, M = 4;
     const double hbm = 3.35e12 * 0.8;
     auto K = [&](double bytes) { return std::max(2e-6, bytes / hbm); };

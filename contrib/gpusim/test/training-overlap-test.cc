@@ -1,6 +1,7 @@
 // Overlaps of communication with compute in generated training (doc/generate.md, "Overlaps"):
 // each has a hand-derived time, and switching it off changes the iteration time by what the
 // report says it hid.
+#include "flow-test-topology.h"
 #include "training-test-util.h"
 
 #include "ns3/double.h"
@@ -17,6 +18,7 @@
 #include <map>
 
 using namespace ns3;
+using gpusim_test::FlatSpec;
 using namespace ns3::gpusim;
 using gpusim_test::Plan;
 using gpusim_test::WideTinyGpt;
@@ -29,15 +31,8 @@ namespace
 TrainingReport
 SimulateOnFlatRing(const GeneratedTraining& g, uint32_t servers, double gbps)
 {
-    ClusterSpec spec;
-    spec.servers = servers;
-    spec.gpusPerServer = 1;
-    spec.nicsPerServer = 1;
-    spec.nicGbps = gbps;
-    spec.fabric = "single-switch";
-    spec.linkLatencyUs = 1.0;
     GpuClusterHelper cluster;
-    cluster.SetSpec(spec);
+    cluster.SetSpec(gpusim_test::FlatSpec(servers, gbps));
     NodeContainer gpus = cluster.Create();
     Ptr<FlowBackend> net = CreateObject<FlowBackend>();
     net->SetTopology(cluster.GetTopology());

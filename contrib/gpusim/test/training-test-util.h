@@ -1,9 +1,10 @@
-// Models, plans and clusters the training-generator tests share (generate, mirrored ranks).
+// Models, plans, clusters and op-list access the training-generator tests share.
 #ifndef GPUSIM_TRAINING_TEST_UTIL_H
 #define GPUSIM_TRAINING_TEST_UTIL_H
 
 #include "ns3/cluster-spec.h"
 #include "ns3/llm-model.h"
+#include "ns3/op-ir.h"
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,19 @@ WideTinyGpt(uint32_t seqLength = 512)
     return m;
 }
 
+/// A GEMM-bound GPT: TinyGpt widened to h 4096 (32 heads), FFN 16384, sequence 2048.
+inline ns3::gpusim::ModelSpec
+GemmBoundGpt(uint32_t layers)
+{
+    ns3::gpusim::ModelSpec m = TinyGpt(layers);
+    m.hidden = 4096;
+    m.heads = 32;
+    m.kvHeads = 32;
+    m.ffn = 16384;
+    m.seqLength = 2048;
+    return m;
+}
+
 inline ns3::gpusim::TrainingPlan
 Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
 {
@@ -57,6 +71,14 @@ Plan(uint32_t tp, uint32_t pp, uint32_t dp, uint32_t globalBatch)
     p.dp = dp;
     p.globalBatch = globalBatch;
     return p;
+}
+
+/// Rank r's ops (the list it shares when it shares one).
+inline const std::vector<ns3::gpusim::Op>&
+OpsOf(const ns3::gpusim::JobTrace& job, uint32_t r)
+{
+    const ns3::gpusim::RankTrace& rt = job.ranks.at(r);
+    return rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom).ops : rt.ops;
 }
 
 /// The dgx-h100 preset, with `servers` servers (0: the spec's default).

@@ -30,6 +30,29 @@ const std::string kTable =
 const std::string kTable2022 = std::string(GPUSIM_SOURCE_DIR) +
                                "/contrib/gpusim/test/data/megatron-lm-2022-iteration-time.json";
 
+/// Each case completes `head` (a table "t" whose one row is open) with the row's last fields;
+/// reading it must fail naming the table, the row and the field.
+void
+ExpectEachRowErrorNamesItsField(const std::string& file, const std::string& head,
+                                const std::vector<std::pair<std::string, std::string>>& cases)
+{
+    for (const auto& [field, name] : cases)
+    {
+        std::ofstream(file) << head << field << "}]}]}";
+        try
+        {
+            ReadTrainingValidation(file, "");
+            ADD_FAILURE() << "no error for " << field;
+        }
+        catch (const std::runtime_error& e)
+        {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("table t row 1"), std::string::npos) << what;
+            EXPECT_NE(what.find(name), std::string::npos) << what;
+        }
+    }
+}
+
 } // namespace
 
 TEST(ValidateTraining, PaperFlopsByHand)
@@ -354,21 +377,7 @@ TEST(ValidateTraining, BadLaterCodeOptionsNameTheRowAndField)
         {R"("iteration_s": 1.42, "grad_accum": "hook")", "'grad_accum'"},
         {R"("iteration_s": -1)", "'iteration_s'"},
     };
-    for (const auto& [field, name] : cases)
-    {
-        std::ofstream(f) << head << field << "}]}]}";
-        try
-        {
-            ReadTrainingValidation(f, "");
-            ADD_FAILURE() << "no error for " << field;
-        }
-        catch (const std::runtime_error& e)
-        {
-            const std::string what = e.what();
-            EXPECT_NE(what.find("table t row 1"), std::string::npos) << what;
-            EXPECT_NE(what.find(name), std::string::npos) << what;
-        }
-    }
+    ExpectEachRowErrorNamesItsField(f, head, cases);
 }
 
 TEST(ValidateTraining, Korthikanti22BRowsStayWithinTheRecordedError)
@@ -528,21 +537,7 @@ TEST(ValidateTraining, BadMegatronCoreRowsNameTheRowAndField)
         {R"("gpus": 48, "grad_dtype": "fp8")", "'grad_dtype'"},
         {R"("gpus": 48, "tied_embeddings": 1)", "'tied_embeddings'"},
     };
-    for (const auto& [field, name] : cases)
-    {
-        std::ofstream(f) << head << field << "}]}]}";
-        try
-        {
-            ReadTrainingValidation(f, "");
-            ADD_FAILURE() << "no error for " << field;
-        }
-        catch (const std::runtime_error& e)
-        {
-            const std::string what = e.what();
-            EXPECT_NE(what.find("table t row 1"), std::string::npos) << what;
-            EXPECT_NE(what.find(name), std::string::npos) << what;
-        }
-    }
+    ExpectEachRowErrorNamesItsField(f, head, cases);
     std::ofstream(f) << R"({"tables": [{"id": "t", "recipe": "megatron-2025", "rows": []}]})";
     EXPECT_THROW(ReadTrainingValidation(f, ""), std::runtime_error);
 }
