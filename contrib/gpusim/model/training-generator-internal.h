@@ -183,6 +183,9 @@ class RankGenerator
     void Forward(const PipeStep& s);
     void Backward(const PipeStep& s);
     void P2p(const std::vector<PipeStep>* done, const std::vector<PipeStep>* next);
+    /// The schedule with blocking batched send/recv between segments (1F1B, and interleaved
+    /// without overlap_p2p_comm).
+    void BlockingPipeline();
     /// Megatron-Core's interleaved schedule with overlap_p2p_comm: each step's transfers run on
     /// the PP stream of their direction while the next steps compute.
     void OverlappedPipeline(const std::vector<PipeStep>& order);

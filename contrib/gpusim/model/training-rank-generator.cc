@@ -207,6 +207,33 @@ RankGenerator::WaitEvent(int64_t stream, uint64_t event)
     op.event = event;
 }
 
+void
+RankGenerator::BlockingPipeline()
+{
+    // Each segment's steps between batched send/recv groups that the compute stream waits for.
+    const std::vector<std::vector<PipeStep>> segments =
+        PipelineSegments(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages);
+    for (size_t i = 0; i < segments.size(); ++i)
+    {
+        P2p(i > 0 ? &segments[i - 1] : nullptr, &segments[i]);
+        for (const PipeStep& s : segments[i])
+        {
+            if (s.forward)
+            {
+                Forward(s);
+            }
+            else
+            {
+                Backward(s);
+            }
+        }
+    }
+    if (!segments.empty())
+    {
+        P2p(&segments.back(), nullptr);
+    }
+}
+
 RankTrace
 RankGenerator::Build()
 {
@@ -247,32 +274,13 @@ RankGenerator::Build()
     {
         StartParamGathers();
     }
-    const std::vector<std::vector<PipeStep>> segments =
-        UsesP2pOverlap(m_p)
-            ? std::vector<std::vector<PipeStep>>()
-            : PipelineSegments(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages);
     if (UsesP2pOverlap(m_p))
     {
         OverlappedPipeline(PipelineOrder(m_pos.stage, m_p.pp, m_microBatches, m_p.virtualStages));
     }
-    for (size_t i = 0; i < segments.size(); ++i)
+    else
     {
-        P2p(i > 0 ? &segments[i - 1] : nullptr, &segments[i]);
-        for (const PipeStep& s : segments[i])
-        {
-            if (s.forward)
-            {
-                Forward(s);
-            }
-            else
-            {
-                Backward(s);
-            }
-        }
-    }
-    if (!segments.empty())
-    {
-        P2p(&segments.back(), nullptr);
+        BlockingPipeline();
     }
     if (!m_p.overlapGradReduce)
     {
