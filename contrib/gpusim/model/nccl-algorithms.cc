@@ -544,24 +544,70 @@ StreamedTreeChunks(double perTreeBytes)
     return static_cast<uint32_t>(std::clamp(std::ceil(perTreeBytes / passBytes), 1.0, 128.0));
 }
 
+namespace
+{
+
+/// NCCL's binary tree over ranks 0..n-1 (src/graph/trees.cc, ncclGetBtree): in order, rank
+/// 0 the root; a rank's parent clears its lowest set bit and sets the next one up (or only
+/// clears it past the end), so neighbours in the tree are near in rank order.
+int32_t
+BtreeParent(uint32_t n, uint32_t rank)
+{
+    if (rank == 0)
+    {
+        return -1;
+    }
+    uint32_t bit = 1;
+    while (bit < n && !(bit & rank))
+    {
+        bit <<= 1;
+    }
+    uint32_t up = (rank ^ bit) | (bit << 1);
+    if (up >= n)
+    {
+        up = rank ^ bit;
+    }
+    return static_cast<int32_t>(up);
+}
+
+} // namespace
+
 std::vector<CollectiveTree>
 DoubleBinaryTree(uint32_t n)
 {
+    // NCCL's double binary tree (ncclGetDtree): the in-order binary tree, and as the second
+    // tree its mirror image (rank n-1-r) for an even n or the tree shifted by one rank for an
+    // odd n, so a rank is interior in at most one of them.
     std::vector<CollectiveTree> trees(2);
     for (uint32_t t = 0; t < 2; ++t)
     {
         CollectiveTree& tree = trees[t];
         tree.parent.assign(n, -1);
         tree.children.assign(n, {});
-        const bool mirrored = t == 1;
-        for (uint32_t pos = 0; pos < n; ++pos)
+        for (uint32_t r = 0; r < n; ++r)
         {
-            const uint32_t s = mirrored ? n - 1 - pos : pos;
-            for (uint32_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < n; ++kid)
+            int32_t parent;
+            if (t == 0)
             {
-                const uint32_t ks = mirrored ? n - 1 - kid : kid;
-                tree.parent[ks] = static_cast<int32_t>(s);
-                tree.children[s].push_back(ks);
+                parent = BtreeParent(n, r);
+            }
+            else if (n % 2 == 0)
+            {
+                const int32_t p = BtreeParent(n, n - 1 - r);
+                parent = p < 0 ? -1 : static_cast<int32_t>(n - 1) - p;
+            }
+            else
+            {
+                const int32_t p = BtreeParent(n, (r + n - 1) % n);
+                parent = p < 0 ? -1 : static_cast<int32_t>((p + 1) % n);
+            }
+            tree.parent[r] = parent;
+        }
+        for (uint32_t r = 0; r < n; ++r)
+        {
+            if (tree.parent[r] >= 0)
+            {
+                tree.children[tree.parent[r]].push_back(r);
             }
         }
     }

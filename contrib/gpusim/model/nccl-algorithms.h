@@ -225,8 +225,8 @@ uint32_t TreeChunks(double perTreeBytes, uint64_t chunkBytes);
 /// chunks to bound the event count.
 uint32_t StreamedTreeChunks(double perTreeBytes);
 
-/// Two mirrored binary trees over `n` nodes (heap order and its mirror image, so a node is
-/// interior in at most one of them), as NCCL's double binary tree.
+/// NCCL's double binary tree over `n` nodes (ncclGetDtree): the in-order binary tree and its
+/// mirror image (even n) or its shift by one (odd n), so a node is interior in at most one.
 std::vector<CollectiveTree> DoubleBinaryTree(uint32_t n);
 
 } // namespace ns3

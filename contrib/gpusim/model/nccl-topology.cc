@@ -3,6 +3,7 @@
 #include "ns3/nccl-collective.h"
 
 #include "ns3/cluster-topology.h"
+#include "ns3/nccl-algorithms.h"
 
 #include <algorithm>
 #include <map>
@@ -72,11 +73,12 @@ Communicator::RingOrder(uint32_t channel) const
 std::vector<CollectiveTree>
 Communicator::Trees(uint32_t channels) const
 {
-    // Even channels use the heap order of servers, odd ones the mirrored order (a server is
-    // interior in at most one tree of a pair); of P pairs, pair p elects local GPU p x k / P
-    // of each server's k members as its leader, so the pairs are spread over the server's GPUs
-    // and cross the fabric through different NICs (rails) even when GPUs share NICs.
-    // Inside a server the tree is a chain from the leader.
+    // Between servers the channels alternate between the two trees of NCCL's double binary
+    // tree over the servers (DoubleBinaryTree: in order, so tree neighbours are near in server
+    // order; a server is interior in at most one tree of a pair). Of P pairs, pair p elects
+    // local GPU p x k / P of each server's k members as its leader, so the pairs are spread
+    // over the server's GPUs and cross the fabric through different NICs (rails) even when
+    // GPUs share NICs. Inside a server the tree is a chain from the leader.
     const uint32_t n = m_nranks;
     std::vector<CollectiveTree> trees(channels);
     const uint32_t pairs = std::max<uint32_t>(1, (channels + 1) / 2);
@@ -85,11 +87,17 @@ Communicator::Trees(uint32_t channels) const
     {
         k = std::max(k, g.size());
     }
+    std::vector<CollectiveTree> serverTrees;
     for (uint32_t t = 0; t < channels; ++t)
     {
         const std::vector<std::vector<uint32_t>> servers =
             ServerGroups(static_cast<uint32_t>((t / 2) * k / pairs));
         const size_t ns = servers.size();
+        if (serverTrees.size() != 2 || serverTrees[0].parent.size() != ns)
+        {
+            serverTrees = DoubleBinaryTree(static_cast<uint32_t>(ns));
+        }
+        const CollectiveTree& between = serverTrees[t % 2];
         CollectiveTree& tree = trees[t];
         tree.parent.assign(n, -1);
         tree.children.assign(n, {});
@@ -97,19 +105,16 @@ Communicator::Trees(uint32_t channels) const
             tree.parent[child] = static_cast<int32_t>(parent);
             tree.children[parent].push_back(child);
         };
-        const bool mirrored = t % 2 == 1;
-        for (size_t pos = 0; pos < ns; ++pos)
+        for (size_t s = 0; s < ns; ++s)
         {
-            const size_t s = mirrored ? ns - 1 - pos : pos; // heap position -> server
             const auto& chain = servers[s];
             for (size_t i = 1; i < chain.size(); ++i)
             {
                 link(chain[i - 1], chain[i]);
             }
-            for (size_t kid = 2 * pos + 1; kid <= 2 * pos + 2 && kid < ns; ++kid)
+            for (uint32_t kid : between.children[s])
             {
-                const size_t ks = mirrored ? ns - 1 - kid : kid;
-                link(chain.front(), servers[ks].front());
+                link(chain.front(), servers[kid].front());
             }
         }
     }

@@ -575,10 +575,12 @@ TEST_F(Collectives, AllToAllLeavesThroughThePeersRail)
 TEST_F(Collectives, NvlsTreeKeepsItsBandwidthBeyondOneLeafGroup)
 {
     // 512 MiB AllReduce on dgx-h100 (NVLSTree). Up to 32 servers every rail is one leaf; from
-    // 64 the trees cross spines. With the preset's adaptive routing the spines share every
-    // flow and the bus bandwidth stays within 5 % of 16 servers' (published: ~300 GB/s on
-    // 8 nodes, ~350 on 248 H200 nodes, doc/validation.md). Per-flow ECMP hashes several tree
-    // connections onto one spine link and loses a third.
+    // 64 the trees cross spines. The bus bandwidth stays within 5 % of 16 servers' (published:
+    // ~300 GB/s on 8 nodes, ~350 on 248 H200 nodes, doc/validation.md), with the preset's
+    // adaptive routing and with per-flow ECMP alike: NCCL's trees are in order (ncclGetBtree),
+    // so neighbours are near in rank order and at 64 servers only 2 of a tree's 63 edges cross
+    // between 32-server leaf groups (the heap-numbered trees gpusim had before crossed many,
+    // and ECMP hashing them onto shared spine links lost a third).
     auto bus = [](uint32_t servers, const std::string& routing) {
         auto spec = Preset("dgx-h100", servers);
         spec.routing = routing;
@@ -590,7 +592,7 @@ TEST_F(Collectives, NvlsTreeKeepsItsBandwidthBeyondOneLeafGroup)
     const double b64 = bus(64, "adaptive");
     EXPECT_GT(b16, 270.0);
     EXPECT_GT(b64, 0.95 * b16);
-    EXPECT_LT(bus(64, "ecmp"), 0.67 * b64);
+    EXPECT_GT(bus(64, "ecmp"), 0.95 * b64);
 }
 
 TEST_F(Collectives, TunerEstimateTracksTheExecutedTime)

@@ -28,6 +28,7 @@
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
+#include "ns3/nccl-algorithms.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
@@ -175,33 +176,56 @@ TEST_F(NcclModel, EachProtocolsBandwidthFactorOnALargeRing)
     }
 }
 
+TEST(NcclTrees, DoubleBinaryTreeIsNcclsInOrderTreeAndItsMirrorOrShift)
+{
+    // NCCL's own illustration of ncclGetBtree for 14 ranks (src/graph/trees.cc):
+    //   0 -> 8;  8 -> 4, 12;  4 -> 2, 6;  12 -> 10, 13;  2 -> 1, 3;  6 -> 5, 7;  10 -> 9, 11
+    const std::vector<int32_t> parent14 = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
+    const std::vector<CollectiveTree> t14 = DoubleBinaryTree(14);
+    ASSERT_EQ(t14.size(), 2u);
+    EXPECT_EQ(t14[0].parent, parent14);
+    // Even n: the second tree is the mirror image, rank r -> 13 - r.
+    for (int32_t r = 0; r < 14; ++r)
+    {
+        const int32_t p = parent14[13 - r];
+        EXPECT_EQ(t14[1].parent[r], p < 0 ? -1 : 13 - p) << "rank " << r;
+    }
+    EXPECT_EQ(t14[0].children[8], (std::vector<uint32_t>{4, 12}));
+    // Odd n: the second tree is the first shifted by one rank (ncclGetDtree); for 5 ranks the
+    // first is 0 -> 4, 4 -> 2, 2 -> {1, 3}, the second 1 -> 0, 0 -> 3, 3 -> {2, 4}.
+    const std::vector<CollectiveTree> t5 = DoubleBinaryTree(5);
+    EXPECT_EQ(t5[0].parent, (std::vector<int32_t>{-1, 2, 4, 2, 0}));
+    EXPECT_EQ(t5[1].parent, (std::vector<int32_t>{1, -1, 3, 0, 3}));
+}
+
 TEST_F(NcclModel, SmallTreeAllReduceStepByStep)
 {
-    // 4 KiB AllReduce, tree, 4 nodes, 2 trees (a mirrored pair), each with S/2 = 2 KiB in one
-    // chunk (TreeChunks: ceil(2048 / 256 KiB) = 1).
-    //   Tree 0 (heap order of servers):  0 -> {1, 2}, 1 -> {3}
-    //   Tree 1 (mirrored, server 3 - p): 3 -> {2, 1}, 2 -> {0}
+    // 4 KiB AllReduce, tree, 4 nodes, 2 trees (NCCL's double binary tree over 4 servers, a
+    // mirrored pair), each with S/2 = 2 KiB in one chunk (TreeChunks: ceil(2048 / 256 KiB) = 1).
+    //   Tree 0 (in order, ncclGetBtree): 0 -> {2}, 2 -> {1, 3}
+    //   Tree 1 (mirrored, server 3 - s):  3 -> {1}, 1 -> {2, 0}
     // All ranks join at `base`; every step below waits the step latency, drains and adds 4 us.
-    //   1. leaves send up: 2->0, 3->1 (tree 0), 1->3, 0->2 (tree 1): one flow per uplink and
-    //      per downlink -> full rate, drain d1 = drain(2 KiB).
-    //   2. 1 has its child's chunk -> 1->0 (tree 0); 2 likewise -> 2->3 (tree 1); alone: d1.
-    //   3. roots reduced -> 0->1, 0->2 (tree 0), 3->2, 3->1 (tree 1): two flows on uplinks 0
-    //      and 3 and on downlinks 1 and 2 -> half rate each, d2 = drain at 1/2 share.
-    //   4. 1->3 (tree 0), 2->0 (tree 1) forward down; alone: d1.
-    //   T = base + 4 x (step + 4 us) + 3 x d1 + d2
+    //   1. leaves send up: 1->2, 3->2 (tree 0), 2->1, 0->1 (tree 1): one flow per uplink, two
+    //      on downlinks 2 and 1 -> half rate each, d2 = drain at 1/2 share.
+    //   2. 2 has its children's chunks -> 2->0 (tree 0); 1 likewise -> 1->3 (tree 1); alone: d1
+    //      = drain(2 KiB).
+    //   3. roots reduced -> 0->2 (tree 0), 3->1 (tree 1); alone: d1.
+    //   4. 2->1, 2->3 (tree 0), 1->2, 1->0 (tree 1) forward down: two flows on uplinks 2 and 1
+    //      -> d2.
+    //   T = base + 4 x (step + 4 us) + 2 x d1 + 2 x d2
     //   Simple: wire ceil(2048/0.95) = 2156 B; d1 = 172.48 -> 172 ns; d2 = 344.96 -> 345 ns
-    //           8000 + 4 x 7000 + 3 x 172 + 345 = 36861 ns
+    //           8000 + 4 x 7000 + 2 x 172 + 2 x 345 = 37034 ns
     //   LL:     wire 4096 B; d1 = 327.68 -> 328 ns; d2 = 655.36 -> 655 ns
-    //           4000 + 4 x 4600 + 3 x 328 + 655 = 24039 ns
+    //           4000 + 4 x 4600 + 2 x 328 + 2 x 655 = 24366 ns
     const struct
     {
         Proto p;
         double expectNs;
-    } cases[] = {{kSimple, 36861}, {kLl, 24039}};
+    } cases[] = {{kSimple, 37034}, {kLl, 24366}};
     for (const auto& c : cases)
     {
-        const double formula = c.p.baseNs + 4 * (c.p.stepNs + kPathNs) + 3 * DrainNs(2048, c.p) +
-                               DrainNs(2048, c.p, 0.5);
+        const double formula = c.p.baseNs + 4 * (c.p.stepNs + kPathNs) +
+                               2 * DrainNs(2048, c.p) + 2 * DrainNs(2048, c.p, 0.5);
         EXPECT_NEAR(formula, c.expectNs, 0.5) << c.p.name;
         const CollectiveRecord r = RunOne(CollKind::AllReduce, 4096, 4, "tree", c.p.name);
         EXPECT_EQ(r.plan.algo, "tree");
