@@ -137,6 +137,7 @@ FlowBackend::OnSimulatorDestroy()
     // backend starts clean under the next simulator (stale EventIds must never be removed).
     NS_LOG_FUNCTION(this << m_nActive << m_deliveries.size());
     m_destroyHookSet = false;
+    m_reservedUntil.clear();
     m_drainEvent = EventId();
     m_deliverEvent = EventId();
     m_recomputeEvent = EventId();
@@ -185,6 +186,8 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
         m_capacity[l] = topology->Links()[l].bitsPerSec / 8;
     }
     m_linkBytes.assign(nLinks, 0);
+    m_ownerLinkBytes.clear();
+    m_reservedUntil.clear();
     m_linkFlows.assign(nLinks, {});
     m_linkStarts.assign(nLinks, 0);
     m_linkMark.assign(nLinks, 0);
@@ -249,6 +252,32 @@ const std::vector<uint32_t>&
 FlowBackend::GetRouteLinks(uint32_t srcGpu, uint32_t dstGpu, uint64_t flowKey)
 {
     return LookupRoute(srcGpu, dstGpu, flowKey).links;
+}
+
+void
+FlowBackend::ReserveLinks(const std::vector<uint32_t>& links, Time until)
+{
+    if (m_reservedUntil.empty())
+    {
+        m_reservedUntil.assign(m_topology->Links().size(), Time(0));
+        EnsureDestroyHook();
+    }
+    for (uint32_t l : links)
+    {
+        m_reservedUntil[l] = until;
+    }
+}
+
+Time
+FlowBackend::GetLinkReservedUntil(uint32_t link) const
+{
+    return link < m_reservedUntil.size() ? m_reservedUntil[link] : Time(0);
+}
+
+const std::vector<std::vector<double>>&
+FlowBackend::GetOwnerLinkBytes() const
+{
+    return m_ownerLinkBytes;
 }
 
 const std::vector<double>&
@@ -1014,6 +1043,20 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
         on.pop_back();
         m_seedLinks.push_back(l); // the others on this link may speed up
         m_linkBytes[l] += double(f.rec.bytes);
+    }
+    if (GetNOwners() > 1)
+    {
+        const uint32_t owner = OwnerOf(f.rec.id);
+        if (m_ownerLinkBytes.size() <= owner)
+        {
+            m_ownerLinkBytes.resize(owner + 1);
+        }
+        std::vector<double>& mine = m_ownerLinkBytes[owner];
+        mine.resize(m_linkBytes.size(), 0.0);
+        for (uint32_t l : f.route)
+        {
+            mine[l] += double(f.rec.bytes);
+        }
     }
     if (m_history)
     {

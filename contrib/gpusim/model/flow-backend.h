@@ -70,6 +70,13 @@ class FlowBackend : public NetworkBackend
     /// would use; empty for src == dst).
     const std::vector<uint32_t>& GetRouteLinks(uint32_t srcGpu, uint32_t dstGpu,
                                                uint64_t flowKey);
+    /// Links held by a replayed collective until `until` (NcclWorld::Reserve): kept here so
+    /// that every job on the fabric sees them. Cleared by Simulator::Destroy().
+    void ReserveLinks(const std::vector<uint32_t>& links, Time until);
+    Time GetLinkReservedUntil(uint32_t link) const;
+    /// Bytes carried per directed link by each owner's transfers (NetworkBackend::OwnerOf),
+    /// counted when a flow finishes draining; empty until a second owner attached.
+    const std::vector<std::vector<double>>& GetOwnerLinkBytes() const;
 
     // ---- rate history and rollback (live mode) ----
     /// Records into `history` from now on (null stops recording).
@@ -266,6 +273,8 @@ class FlowBackend : public NetworkBackend
     Ptr<FlowRateHistory> m_history;      //!< null: no recording
     std::vector<double> m_capacity;      //!< per directed link, bytes/s
     std::vector<double> m_linkBytes;     //!< per directed link, bytes carried
+    std::vector<std::vector<double>> m_ownerLinkBytes; //!< per owner, per link (several jobs)
+    std::vector<Time> m_reservedUntil;   //!< per directed link (ReserveLinks)
 
     std::vector<Flow> m_flows;                       //!< flow slots
     std::vector<FlowHot> m_hot;                      //!< per flow slot, hot fields

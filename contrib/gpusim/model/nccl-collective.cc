@@ -759,8 +759,14 @@ NcclWorld::SetBackend(Ptr<NetworkBackend> backend)
 {
     m_backend = backend;
     m_flowNet = backend ? PeekPointer(DynamicCast<FlowBackend>(backend)) : nullptr;
-    m_reservedUntil.clear();
     m_hops.clear();
+    if (backend && !m_ownerTaken)
+    {
+        // One id space per job on a shared fabric (NetworkBackend::AcquireOwner).
+        m_owner = backend->AcquireOwner();
+        m_nextTransferId = NetworkBackend::FirstTransferId(m_owner);
+        m_ownerTaken = true;
+    }
 }
 
 Ptr<NetworkBackend>
@@ -806,6 +812,12 @@ const std::map<std::string, Ptr<Communicator>>&
 NcclWorld::GetCommunicators() const
 {
     return m_comms;
+}
+
+uint32_t
+NcclWorld::GetOwner() const
+{
+    return m_owner;
 }
 
 uint64_t

@@ -364,6 +364,8 @@ class NcclWorld : public Object
 
     void SetBackend(Ptr<NetworkBackend> backend);
     Ptr<NetworkBackend> GetBackend() const;
+    /// This world's owner number on its backend (its job's index on a shared fabric).
+    uint32_t GetOwner() const;
     Ptr<ClusterTopology> GetTopology() const;
 
     /// Registers that GPU `gpu` is rank `commRank` of communicator `comm` (of `nranks`).
@@ -490,6 +492,8 @@ class NcclWorld : public Object
     std::vector<uint32_t> m_freeSlots;
     std::map<int64_t, std::vector<uint32_t>> m_deferred; //!< start time step -> slots
     uint64_t m_nextTransferId = 1;
+    uint32_t m_owner = 0;       //!< NetworkBackend::AcquireOwner, taken at the first SetBackend
+    bool m_ownerTaken = false;
     mutable std::unordered_map<uint64_t, HopInfo> m_hops; //!< by (src << 32 | dst) endpoint
     std::string m_algorithm;  //!< auto | ring | tree | nvls | nvlstree
     std::string m_protocol;   //!< auto | simple | ll128 | ll
@@ -503,7 +507,6 @@ class NcclWorld : public Object
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
     uint32_t m_nvlsTrialLoops = 0;       //!< RingFlows: NVLS loops run chunk by chunk (0: all)
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
-    std::vector<Time> m_reservedUntil;   //!< per directed link (collective fidelity)
     std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)
     FidelityStats m_fidelityStats;
 };

@@ -218,8 +218,7 @@ NcclWorld::LinksFree(const std::vector<uint32_t>& links) const
     const Time now = Simulator::Now();
     for (uint32_t l : links)
     {
-        if (m_flowNet->GetLinkActiveFlows(l) != 0 ||
-            (l < m_reservedUntil.size() && m_reservedUntil[l] > now))
+        if (m_flowNet->GetLinkActiveFlows(l) != 0 || m_flowNet->GetLinkReservedUntil(l) > now)
         {
             return false;
         }
@@ -230,13 +229,10 @@ NcclWorld::LinksFree(const std::vector<uint32_t>& links) const
 void
 NcclWorld::Reserve(const std::vector<uint32_t>& links, Time until)
 {
-    if (m_reservedUntil.empty())
+    // On the backend, so that every job sharing the fabric sees the others' replays.
+    if (m_flowNet)
     {
-        m_reservedUntil.assign(GetTopology()->Links().size(), Time(0));
-    }
-    for (uint32_t l : links)
-    {
-        m_reservedUntil[l] = until;
+        m_flowNet->ReserveLinks(links, until);
     }
 }
 

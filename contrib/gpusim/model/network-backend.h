@@ -58,6 +58,23 @@ class NetworkBackend : public Object
     virtual void StartStreamedTransfer(uint64_t id, uint32_t srcGpu, uint32_t dstGpu,
                                        uint64_t bytes, uint64_t flowKey, DeliveredCallback done);
 
+    /// Several jobs on one fabric: each NcclWorld using this backend takes an owner number
+    /// (0, 1, ... in the order they attach, per simulation) and puts it in the top bits of its
+    /// transfer ids, so ids stay unique across jobs and every transfer names its job
+    /// (OwnerOf). The first owner is 0: a single job's ids are unchanged.
+    uint32_t AcquireOwner();
+    /// Owners taken in this simulation.
+    uint32_t GetNOwners() const;
+    static constexpr uint32_t kOwnerShift = 48;
+    static uint32_t OwnerOf(uint64_t transferId)
+    {
+        return static_cast<uint32_t>(transferId >> kOwnerShift);
+    }
+    static uint64_t FirstTransferId(uint32_t owner)
+    {
+        return (static_cast<uint64_t>(owner) << kOwnerShift) + 1;
+    }
+
     /// Transfers started but not yet delivered (for stuck-run reports).
     virtual std::vector<TransferRecord> InFlight() const = 0;
 
@@ -73,6 +90,9 @@ class NetworkBackend : public Object
     /// Appends Chrome/Perfetto counter events ("ph": "C") of the network's time series (queue
     /// occupancy, rates) to an open "traceEvents" array. The base version writes none.
     virtual void WriteTraceCounters(gpusim::JsonWriter& w) const;
+
+  private:
+    uint32_t m_owners = 0; //!< AcquireOwner calls in this simulation
 };
 
 } // namespace ns3
