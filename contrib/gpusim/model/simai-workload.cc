@@ -327,12 +327,22 @@ class SimaiEmitter
           m_tp(tp),
           m_ep(ep)
     {
+        for (SimaiGroup g : {SimaiGroup::Tp,
+                             SimaiGroup::Dp,
+                             SimaiGroup::Ep,
+                             SimaiGroup::DpEp,
+                             SimaiGroup::World})
+        {
+            m_groupSize[g] =
+                static_cast<uint32_t>(SimaiGroupMembers(g, m_world, m_tp, m_ep, 0).size());
+        }
     }
 
-    /// Group size of g in this job.
+    /// Group size of g in this job (every group of a kind has the same size).
     uint32_t GroupSize(SimaiGroup g) const
     {
-        return static_cast<uint32_t>(SimaiGroupMembers(g, m_world, m_tp, m_ep, 0).size());
+        auto it = m_groupSize.find(g);
+        return it == m_groupSize.end() ? 1 : it->second;
     }
 
     /// Whether the collective runs: a collective, bytes to move, a group of several ranks.
@@ -614,6 +624,7 @@ class SimaiEmitter
     std::vector<uint64_t> m_wgDone; //!< per layer: event after its last wg collective, 0 = none
     uint64_t m_lastEvent = 0;
     std::map<std::string, uint64_t> m_seq;
+    std::map<SimaiGroup, uint32_t> m_groupSize;
 };
 
 } // namespace
