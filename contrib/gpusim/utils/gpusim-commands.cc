@@ -15,6 +15,8 @@
 #include "ns3/packet-backend.h"
 #include "ns3/replay-command.h"
 #include "ns3/record-command.h"
+#include "ns3/simai-command.h"
+#include "ns3/simai-workload.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/boolean.h"
@@ -271,6 +273,7 @@ PrintUsage(std::ostream& os)
           "               read simulated time)\n"
           "  validate     the NCCL model against published nccl-tests results\n"
           "  chakra       import/export Chakra execution traces (ASTRA-sim, MLCommons)\n"
+          "  simai        import SimAI / AICB workload files as trace directories\n"
           "  validate-training  'generate' against published training throughput\n"
           "  generate     an LLM training iteration (Megatron-style TP/PP/DP) from a model\n"
           "               and a plan: trace directory and/or direct simulation\n"
@@ -743,7 +746,9 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "  (lockstep, doc/flow-backend.md); default all\n"
                    "  --fidelity: default auto (chunk for a live run's recording, which then\n"
                    "  reproduces the run)\n"
-                   "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n";
+                   "  DIR may also be a Chakra ET trace (DIR or DIR/NAME of NAME.RANK.et files)\n"
+                   "  or a SimAI workload file (one pass; without all_gpus in its header the\n"
+                   "  job takes every GPU of the cluster)\n";
             return o.Has("help") ? 0 : 1;
         }
         QuerySyncPolicy queryPolicy;
@@ -752,9 +757,15 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
             throw UsageError("--query-syncs must be wait or ignore");
         }
         std::string dedupLine;
-        std::shared_ptr<JobTrace> job = LoadJobForSimulation(o.Positional().front(),
-                                                             !o.Has("no-dedup"), queryPolicy,
-                                                             dedupLine);
+        // A SimAI workload without all_gpus runs on every GPU of the cluster (SimAI takes the
+        // job size from its topology).
+        const std::string& input = o.Positional().front();
+        const uint32_t simaiRanks = IsSimaiWorkloadFile(input) &&
+                                            ReadSimaiWorkload(input).allGpus == 0
+                                        ? SpecFromOptions(o, 0).TotalGpus()
+                                        : 0;
+        std::shared_ptr<JobTrace> job = LoadJobForSimulation(input, !o.Has("no-dedup"),
+                                                             queryPolicy, dedupLine, simaiRanks);
         const ClusterSpec spec = SpecFromOptions(o, job->ranks.size());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
@@ -949,6 +960,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "chakra")
     {
         return ChakraCommand(rest, out, err);
+    }
+    if (cmd == "simai")
+    {
+        return SimaiCommand(rest, out, err);
     }
     if (cmd == "validate-training")
     {

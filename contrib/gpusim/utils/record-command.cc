@@ -10,6 +10,7 @@
 #include "ns3/op-stream-dedup.h"
 #include "ns3/profile-table-cost-model.h"
 #include "ns3/program-launcher.h"
+#include "ns3/simai-workload.h"
 #include "ns3/string.h"
 
 #include <algorithm>
@@ -457,13 +458,18 @@ std::shared_ptr<JobTrace>
 LoadJobForSimulation(const std::string& dir,
                      bool share,
                      QuerySyncPolicy policy,
-                     std::string& summary)
+                     std::string& summary,
+                     uint32_t simaiRanks)
 {
     uint32_t sharing = 0;
-    // Chakra ET files (DIR or PREFIX of NAME.RANK.et) simulate directly (doc/chakra.md).
-    auto job = std::make_shared<JobTrace>(IsChakraInput(dir) ? ImportChakra(dir)
-                                          : share            ? ReadJobTraceSharing(dir, &sharing)
-                                                             : ReadJobTrace(dir));
+    // Chakra ET files (DIR or PREFIX of NAME.RANK.et) and SimAI workload files simulate
+    // directly (doc/chakra.md, doc/simai.md).
+    SimaiConvertOptions simai;
+    simai.ranks = simaiRanks;
+    auto job = std::make_shared<JobTrace>(IsChakraInput(dir)          ? ImportChakra(dir)
+                                          : IsSimaiWorkloadFile(dir) ? ImportSimai(dir, simai)
+                                          : share ? ReadJobTraceSharing(dir, &sharing)
+                                                  : ReadJobTrace(dir));
     ValidateJobTrace(*job);
     ApplyQuerySyncPolicy(*job, policy);
     summary = "# " + GroupIdenticalRanks(*job).Summary();

@@ -43,11 +43,13 @@ uint64_t ApplyQuerySyncPolicy(JobTrace& job, QuerySyncPolicy policy);
 /// What `gpusim simulate` does to a trace directory before installing it: read it (identical
 /// ranks sharing one op list unless `share` is false), validate, apply the query-sync policy
 /// and group the ranks. `summary` receives "# N ranks, K distinct op streams[; S share ...]\n".
-/// Throws TraceFormatError on a bad trace.
+/// `dir` may also be a Chakra ET trace or a SimAI workload file; `simaiRanks` is the job size
+/// for a SimAI file whose header has no all_gpus. Throws TraceFormatError on a bad trace.
 std::shared_ptr<JobTrace> LoadJobForSimulation(const std::string& dir,
                                                bool share,
                                                QuerySyncPolicy policy,
-                                               std::string& summary);
+                                               std::string& summary,
+                                               uint32_t simaiRanks = 0);
 
 /// Makes the helper cost kernels from a measured table (ProfileTableCostModel); with
 /// `useRecorded`, kernels missing from it use their recorded dur_us before the roofline.
