@@ -1,5 +1,6 @@
 #include "ns3/gpu-cluster-helper.h"
 
+#include "ns3/double.h"
 #include "ns3/gpu-node.h"
 #include "ns3/gpu-spec.h"
 #include "ns3/log.h"
@@ -272,6 +273,11 @@ GpuClusterHelper::BuildTopology() const
     topo->SetDescription(desc.str());
     topo->SetRouting(s.routing == "dmodk" ? "dmodk" : "ecmp");
     topo->SetNcclCalibration(s.nccl);
+    if (!s.fabricEvents.empty())
+    {
+        topo->SetFabricEvents(gpusim::ResolveFabricEvents(s.fabricEvents, *topo));
+    }
+    topo->SetRoutingConvergence(s.routingConvergence);
     NS_LOG_INFO("built " << desc.str() << ": " << topo->Vertices().size() << " vertices, "
                          << topo->Links().size() << " directed links");
     return topo;
@@ -292,6 +298,13 @@ GpuClusterHelper::Create()
         node->SetServer(topo->ServerOf(i));
         node->SetLocalIndex(topo->LocalIndex(i));
         nodes.Add(node);
+    }
+    for (const gpusim::StragglerSpec& st : m_spec.stragglers)
+    {
+        // ValidateClusterSpec (BuildTopology) checked the index.
+        Ptr<Node> node = nodes.Get(st.gpu);
+        node->SetAttribute("SlowdownFactor", DoubleValue(st.factor));
+        node->SetAttribute("SlowdownStart", TimeValue(st.at));
     }
     m_topology = topo;
     return nodes;

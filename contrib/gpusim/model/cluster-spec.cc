@@ -242,6 +242,26 @@ ValidateClusterSpec(const ClusterSpec& s)
     {
         fail("nicsPerLeaf must be >= 1");
     }
+    std::vector<bool> slowed(s.TotalGpus(), false);
+    for (const StragglerSpec& st : s.stragglers)
+    {
+        if (st.gpu >= s.TotalGpus())
+        {
+            throw std::runtime_error("straggler '" + st.item + "': GPU " + std::to_string(st.gpu) +
+                                     " is not in the cluster (" + std::to_string(s.TotalGpus()) +
+                                     " GPUs)");
+        }
+        if (!(st.factor > 0) || !std::isfinite(st.factor))
+        {
+            throw std::runtime_error("straggler '" + st.item + "': factor must be > 0");
+        }
+        if (slowed[st.gpu])
+        {
+            throw std::runtime_error("straggler '" + st.item + "': GPU " + std::to_string(st.gpu) +
+                                     " is given twice");
+        }
+        slowed[st.gpu] = true;
+    }
     GpuSpec g;
     if (!LookupGpuSpec(s.gpuModel, g))
     {
@@ -307,6 +327,7 @@ class SpecReader : public YamlFieldReader
             {"netefficiency", [&](auto& v, auto& k) { spec.nccl.netEfficiency = Number(v, k); }},
             {"nvls", [&](auto& v, auto& k) { spec.nccl.nvls = Boolean(v, k); }},
             {"nvlsefficiency", [&](auto& v, auto& k) { spec.nccl.nvlsEfficiency = Number(v, k); }},
+            {"faults", [&](auto& v, auto& k) { ReadFaults(v, k, spec); }},
         };
         for (const auto& kv : root)
         {
@@ -333,7 +354,7 @@ class SpecReader : public YamlFieldReader
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
                          "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, "
                          "linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
-                         "nvlsEfficiency)");
+                         "nvlsEfficiency, faults)");
             }
         }
         try
@@ -347,6 +368,55 @@ class SpecReader : public YamlFieldReader
         return spec;
     }
 
+  private:
+    /// faults: [ {link-down: ITEM}, {link-rate: ITEM}, {straggler: ITEM} ... ]
+    void ReadFaults(const YAML::Node& v, const std::string& key, ClusterSpec& spec) const
+    {
+        if (!v.IsSequence())
+        {
+            Fail(v.Mark(), "key '" + key + "': expected a sequence of 'link-down: ITEM', "
+                                           "'link-rate: ITEM' or 'straggler: ITEM'");
+        }
+        for (const YAML::Node& entry : v)
+        {
+            if (!entry.IsMap() || entry.size() != 1)
+            {
+                Fail(entry.Mark(), "key '" + key + "': each entry is one 'link-down: ITEM', "
+                                                   "'link-rate: ITEM' or 'straggler: ITEM'");
+            }
+            const auto kv = *entry.begin();
+            const std::string kind = Scalar(kv.first, key);
+            const std::string item = Scalar(kv.second, kind);
+            const std::string norm = NormaliseYamlKey(kind);
+            try
+            {
+                if (norm == "linkdown" || norm == "linkrate")
+                {
+                    const auto events =
+                        norm == "linkdown" ? ParseLinkDown(item) : ParseLinkRate(item);
+                    spec.fabricEvents.insert(spec.fabricEvents.end(), events.begin(), events.end());
+                }
+                else if (norm == "straggler")
+                {
+                    spec.stragglers.push_back(ParseStraggler(item));
+                }
+                else if (norm == "convergence")
+                {
+                    spec.routingConvergence =
+                        ParseEventTime(item, "routing convergence '" + item + "'");
+                }
+                else
+                {
+                    Fail(kv.first.Mark(), "key '" + key + "': unknown fault '" + kind +
+                                              "' (link-down, link-rate, straggler, convergence)");
+                }
+            }
+            catch (const std::invalid_argument& e)
+            {
+                Fail(kv.second.Mark(), e.what());
+            }
+        }
+    }
 };
 
 } // namespace

@@ -6,10 +6,13 @@
 #ifndef GPUSIM_CLUSTER_SPEC_H
 #define GPUSIM_CLUSTER_SPEC_H
 
+#include "ns3/fabric-event.h"
 #include "ns3/nccl-calibration.h"
+#include "ns3/straggler.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ns3
 {
@@ -40,6 +43,14 @@ struct ClusterSpec
     /// latencies). Presets carry calibrated values with their sources; a spec built by hand
     /// (or a YAML file without a preset) keeps the generic, uncalibrated defaults.
     NcclCalibration nccl;
+    /// Scheduled link failures and rate drops (fabric-event.h), resolved on the topology by
+    /// GpuClusterHelper; empty: nothing fails.
+    std::vector<FabricEventSpec> fabricEvents;
+    /// GPUs that slow down (straggler.h); at most one entry per GPU.
+    std::vector<StragglerSpec> stragglers;
+    /// Routing convergence delay after a link goes down or up; negative: the backend's
+    /// RoutingConvergence attribute (default 0).
+    Time routingConvergence = Time(-1);
 
     uint32_t TotalGpus() const
     {
@@ -60,7 +71,9 @@ std::string KnownClusterPresets();
 
 /// Reads a cluster spec from a YAML mapping. Keys are the ClusterSpec field names, in camelCase
 /// or snake_case (gpus_per_server, nic_gbps, ...), plus the scalar calibration fields
-/// (nvlinkEfficiency, netEfficiency, nvls, nvlsEfficiency). A `preset:` key loads the preset
+/// (nvlinkEfficiency, netEfficiency, nvls, nvlsEfficiency), and `faults:`, a sequence of
+/// one-key mappings `link-down: ITEM`, `link-rate: ITEM` or `straggler: ITEM` (the items of
+/// ParseLinkDown, ParseLinkRate, ParseStraggler) and `convergence: TIME`. A `preset:` key loads the preset
 /// first, the other keys override it. Throws std::runtime_error naming the file, line and key on bad input
 /// (unknown key, wrong type, impossible topology).
 ClusterSpec LoadClusterSpecYaml(const std::string& file);

@@ -391,10 +391,68 @@ ClusterTopology::DistancesTo(uint32_t dstVertex) const
 }
 
 uint32_t
-ClusterTopology::PickLink(uint32_t from, uint32_t to, uint64_t flowHash) const
+ClusterTopology::PickLink(uint32_t from,
+                          uint32_t to,
+                          uint64_t flowHash,
+                          const std::vector<uint8_t>* down) const
 {
     // Parallel links between the same pair are ECMP candidates too.
-    return PickAmong(m_out[from], flowHash, from, [&](uint32_t l) { return m_links[l].to == to; });
+    return PickAmong(m_out[from], flowHash, from, [&](uint32_t l) {
+        return m_links[l].to == to && !(down && (*down)[l]);
+    });
+}
+
+void
+ClusterTopology::DistancesAvoiding(uint32_t dstVertex,
+                                   const std::vector<uint8_t>& down,
+                                   std::vector<uint32_t>& dist) const
+{
+    // DistancesTo's reverse BFS without the links marked down.
+    dist.assign(m_vertices.size(), kUnset);
+    std::vector<uint32_t> queue;
+    dist[dstVertex] = 0;
+    queue.push_back(dstVertex);
+    for (size_t head = 0; head < queue.size(); ++head)
+    {
+        const uint32_t v = queue[head];
+        if (v != dstVertex && m_vertices[v].type != TopoVertexType::Switch)
+        {
+            continue;
+        }
+        for (uint32_t l : m_in[v])
+        {
+            const uint32_t u = m_links[l].from;
+            if (!down[l] && dist[u] == kUnset && IsFabricVertex(m_vertices[u].type))
+            {
+                dist[u] = dist[v] + 1;
+                queue.push_back(u);
+            }
+        }
+    }
+}
+
+void
+ClusterTopology::SetFabricEvents(std::vector<gpusim::FabricEvent> events)
+{
+    m_fabricEvents = std::move(events);
+}
+
+const std::vector<gpusim::FabricEvent>&
+ClusterTopology::GetFabricEvents() const
+{
+    return m_fabricEvents;
+}
+
+void
+ClusterTopology::SetRoutingConvergence(Time delay)
+{
+    m_convergence = delay;
+}
+
+Time
+ClusterTopology::GetRoutingConvergence() const
+{
+    return m_convergence;
 }
 
 std::vector<uint32_t>
@@ -411,6 +469,30 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
                            uint64_t flowHash,
                            std::vector<uint32_t>& route) const
 {
+    RouteImpl(srcGpu, dstGpu, flowHash, nullptr, route);
+}
+
+void
+ClusterTopology::RouteAvoiding(uint32_t srcGpu,
+                               uint32_t dstGpu,
+                               uint64_t flowHash,
+                               const std::vector<uint8_t>& down,
+                               std::vector<uint32_t>& route) const
+{
+    if (down.size() != m_links.size())
+    {
+        throw std::invalid_argument("ClusterTopology::RouteAvoiding: one entry per link needed");
+    }
+    RouteImpl(srcGpu, dstGpu, flowHash, &down, route);
+}
+
+void
+ClusterTopology::RouteImpl(uint32_t srcGpu,
+                           uint32_t dstGpu,
+                           uint64_t flowHash,
+                           const std::vector<uint8_t>* down,
+                           std::vector<uint32_t>& route) const
+{
     route.clear();
     CheckGpu(srcGpu);
     CheckGpu(dstGpu);
@@ -421,6 +503,12 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
     if (IsSwitchEndpoint(srcGpu) || IsSwitchEndpoint(dstGpu))
     {
         SwitchRouteInto(srcGpu, dstGpu, flowHash, route);
+        if (down && (*down)[route.front()])
+        {
+            throw std::runtime_error("ClusterTopology::Route: the NVLink of endpoint " +
+                                     std::to_string(IsSwitchEndpoint(srcGpu) ? dstGpu : srcGpu) +
+                                     " is down");
+        }
         return;
     }
     const uint32_t sv = m_gpuVertex[srcGpu];
@@ -437,16 +525,16 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         // GPU -> NVSwitch -> GPU; a direct NVLink between the two GPUs also counts.
         const uint32_t first = PickAmong(m_out[sv], flowHash, sv, [&](uint32_t l) {
             const TopoLink& link = m_links[l];
-            return link.kind == TopoLinkKind::NvLink &&
+            return link.kind == TopoLinkKind::NvLink && !(down && (*down)[l]) &&
                    (link.to == dv || (m_vertices[link.to].type == TopoVertexType::NvSwitch &&
-                                      PickLink(link.to, dv, flowHash) != kUnset));
+                                      PickLink(link.to, dv, flowHash, down) != kUnset));
         });
         if (first != kUnset)
         {
             route.push_back(first);
             if (m_links[first].to != dv)
             {
-                route.push_back(PickLink(m_links[first].to, dv, flowHash));
+                route.push_back(PickLink(m_links[first].to, dv, flowHash, down));
             }
             return;
         }
@@ -459,9 +547,9 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
     {
         throw noPath("GPU has no NIC");
     }
-    const uint32_t up = PickLink(sv, srcNic, flowHash);
-    const uint32_t down = PickLink(dstNic, dv, flowHash);
-    if (up == kUnset || down == kUnset)
+    const uint32_t up = PickLink(sv, srcNic, flowHash, down);
+    const uint32_t last = PickLink(dstNic, dv, flowHash, down);
+    if (up == kUnset || last == kUnset)
     {
         throw noPath("GPU is not linked to its NIC");
     }
@@ -477,6 +565,10 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         for (uint32_t l : m_in[dstNic])
         {
             const uint32_t u = m_links[l].from;
+            if (down && (*down)[l])
+            {
+                continue; // a failed attachment is no way in
+            }
             if (m_vertices[u].type == TopoVertexType::Gpu)
             {
                 continue;
@@ -492,7 +584,12 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         {
             target = attach;
         }
-        const std::vector<uint32_t>& dist = DistancesTo(target);
+        std::vector<uint32_t> avoiding;
+        if (down)
+        {
+            DistancesAvoiding(target, *down, avoiding);
+        }
+        const std::vector<uint32_t>& dist = down ? avoiding : DistancesTo(target);
         if (dist[srcNic] == kUnset)
         {
             throw noPath("fabric does not connect " + m_vertices[srcNic].name + " and " +
@@ -505,7 +602,7 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         if (m_dmodk && attach != kUnset && single)
         {
             uint64_t pos = 0;
-            uint64_t down = 0;
+            uint64_t nDown = 0;
             for (uint32_t l : m_out[attach])
             {
                 const uint32_t v = m_links[l].to;
@@ -513,12 +610,12 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
                 {
                     if (v == dstNic)
                     {
-                        pos = down;
+                        pos = nDown;
                     }
-                    ++down;
+                    ++nDown;
                 }
             }
-            dstKey = pos + uint64_t(m_vertices[attach].index) * down;
+            dstKey = pos + uint64_t(m_vertices[attach].index) * nDown;
         }
         uint32_t cur = srcNic;
         while (cur != target)
@@ -527,7 +624,7 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
             auto ok = [&](uint32_t id) {
                 const uint32_t v = m_links[id].to;
                 const bool forwards = m_vertices[v].type == TopoVertexType::Switch || v == target;
-                return forwards && dist[v] == want;
+                return forwards && dist[v] == want && !(down && (*down)[id]);
             };
             uint32_t l;
             if (m_dmodk && single && m_vertices[cur].type == TopoVertexType::Switch)
@@ -553,10 +650,10 @@ ClusterTopology::RouteInto(uint32_t srcGpu,
         }
         if (target != dstNic)
         {
-            route.push_back(PickLink(target, dstNic, flowHash));
+            route.push_back(PickLink(target, dstNic, flowHash, down));
         }
     }
-    route.push_back(down);
+    route.push_back(last);
 }
 
 void

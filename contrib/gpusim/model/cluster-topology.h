@@ -5,6 +5,7 @@
 #ifndef GPUSIM_CLUSTER_TOPOLOGY_H
 #define GPUSIM_CLUSTER_TOPOLOGY_H
 
+#include "ns3/fabric-event.h"
 #include "ns3/nccl-calibration.h"
 #include "ns3/object.h"
 
@@ -113,6 +114,23 @@ class ClusterTopology : public Object
                    uint32_t dstGpu,
                    uint64_t flowHash,
                    std::vector<uint32_t>& route) const;
+    /// Same as RouteInto over the links whose `down` entry (indexed by link id) is 0: shortest
+    /// paths of the surviving fabric, ECMP over the surviving next hops (a failed link's
+    /// routing after convergence). Not cached; throws std::runtime_error if no path is left.
+    void RouteAvoiding(uint32_t srcGpu,
+                       uint32_t dstGpu,
+                       uint64_t flowHash,
+                       const std::vector<uint8_t>& down,
+                       std::vector<uint32_t>& route) const;
+
+    /// The fabric's scheduled failures and degradations (GpuClusterHelper resolves the spec's;
+    /// GpuWorkload hands them to its backend). Empty: nothing ever fails.
+    void SetFabricEvents(std::vector<gpusim::FabricEvent> events);
+    const std::vector<gpusim::FabricEvent>& GetFabricEvents() const;
+    /// The routing convergence delay the cluster's faults specify (negative: the backend's
+    /// RoutingConvergence attribute applies).
+    void SetRoutingConvergence(Time delay);
+    Time GetRoutingConvergence() const;
 
     /// The ECMP hash both backends use for a transfer (mixes flowKey with the GPU pair).
     static uint64_t HashFlow(uint64_t flowKey, uint32_t srcGpu, uint32_t dstGpu);
@@ -124,8 +142,22 @@ class ClusterTopology : public Object
 
   private:
     const std::vector<uint32_t>& DistancesTo(uint32_t dstVertex) const;
-    /// One of the (parallel) links from -> to chosen by flowHash; UINT32_MAX if none.
-    uint32_t PickLink(uint32_t from, uint32_t to, uint64_t flowHash) const;
+    /// DistancesTo over the links not marked in `down` (computed into `dist`, uncached).
+    void DistancesAvoiding(uint32_t dstVertex,
+                           const std::vector<uint8_t>& down,
+                           std::vector<uint32_t>& dist) const;
+    /// One of the (parallel) links from -> to chosen by flowHash, skipping links marked in
+    /// `down` (when not null); UINT32_MAX if none.
+    uint32_t PickLink(uint32_t from,
+                      uint32_t to,
+                      uint64_t flowHash,
+                      const std::vector<uint8_t>* down = nullptr) const;
+    /// RouteInto / RouteAvoiding (down null: every link is up).
+    void RouteImpl(uint32_t srcGpu,
+                   uint32_t dstGpu,
+                   uint64_t flowHash,
+                   const std::vector<uint8_t>* down,
+                   std::vector<uint32_t>& route) const;
     /// Throws std::runtime_error for an unregistered GPU number (or unknown switch endpoint).
     void CheckGpu(uint32_t gpu) const;
     /// Route to or from an NVSwitch endpoint (one NVLink hop).
@@ -144,6 +176,8 @@ class ClusterTopology : public Object
     std::string m_description;
     bool m_dmodk = false; //!< SetRouting("dmodk")
     gpusim::NcclCalibration m_nccl;
+    std::vector<gpusim::FabricEvent> m_fabricEvents; //!< SetFabricEvents
+    Time m_convergence = Time(-1);                    //!< SetRoutingConvergence
     //! BFS hop distances over switches/NICs to a destination vertex, cached lazily. The key is
     //! the destination NIC's only switch when it has one (one entry per leaf), else the NIC.
     mutable std::unordered_map<uint32_t, std::vector<uint32_t>> m_distCache;

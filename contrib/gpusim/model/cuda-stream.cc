@@ -141,6 +141,10 @@ CudaStream::Pump()
                 break;
             }
             Time d = m_context->GetCostModel()->GetDuration(op, m_context->GetNode()->GetSpec());
+            if (op.kind == gpusim::OpKind::Kernel)
+            {
+                d = m_context->GetNode()->KernelTime(d); // a straggler's clock drop
+            }
             NS_LOG_LOGIC("rank " << m_context->GetRank() << " stream " << m_id << " runs "
                                  << gpusim::ToString(op.kind) << " " << op.name << " for " << d);
             Simulator::Schedule(d, &CudaStream::FinishHead, this);

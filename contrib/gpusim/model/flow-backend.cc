@@ -156,6 +156,7 @@ FlowBackend::OnSimulatorDestroy()
     m_flows.clear();
     m_hot.clear();
     m_freeSlots.clear();
+    m_stalled.clear();
     m_nActive = 0;
     m_seedLinks.clear();
     m_drainHeap.clear();
@@ -185,6 +186,9 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     {
         m_capacity[l] = topology->Links()[l].bitsPerSec / 8;
     }
+    m_nominal = m_capacity;
+    m_upCapacity = m_capacity;
+    m_stalled.clear();
     m_linkBytes.assign(nLinks, 0);
     m_ownerLinkBytes.clear();
     m_reservedUntil.clear();
@@ -320,7 +324,7 @@ FlowBackend::StatsJson() const
 double
 FlowBackend::GetLinkUtilisation(uint32_t link, Time interval) const
 {
-    const double cap = m_capacity.at(link) * interval.GetSeconds();
+    const double cap = m_nominal.at(link) * interval.GetSeconds();
     return cap > 0 ? m_linkBytes.at(link) / cap : 0;
 }
 
@@ -386,7 +390,19 @@ FlowBackend::LookupRoute(uint32_t src, uint32_t dst, uint64_t flowKey)
             std::fill(m_lastRoute.begin(), m_lastRoute.end(), nullptr);
         }
         CachedRoute r;
-        m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst), r.links);
+        if (AnyRouteDown())
+        {
+            m_topology->RouteAvoiding(src,
+                                      dst,
+                                      ClusterTopology::HashFlow(flowKey, src, dst),
+                                      RouteDown(),
+                                      r.links);
+        }
+        else
+        {
+            m_topology->RouteInto(src, dst, ClusterTopology::HashFlow(flowKey, src, dst),
+                                  r.links);
+        }
         r.latencyNs = std::llround(m_topology->PathLatency(r.links) * 1e9);
         it = m_routeCache.emplace(key, std::move(r)).first;
     }
@@ -442,6 +458,35 @@ FlowBackend::Start(uint64_t id,
     rec.bytes = bytes;
     rec.start = Simulator::Now();
     rec.streamed = streamed;
+    if (HasFabricEvents())
+    {
+        // Links may be down: no path left is a failed transfer, not a programming error.
+        const CachedRoute* found = nullptr;
+        try
+        {
+            found = &LookupRoute(srcGpu, dstGpu, flowKey);
+        }
+        catch (const std::runtime_error& e)
+        {
+            ++m_started;
+            m_startedTrace(rec);
+            FailTransfer(rec, std::string(e.what()) + "; links down: " + DownLinksText());
+            return;
+        }
+        if (bytes > 0 && CrossesDownLink(found->links))
+        {
+            // Routed over a dead link the routing does not know about yet: no progress until
+            // it converges.
+            ++m_started;
+            m_startedTrace(rec);
+            if (m_history)
+            {
+                m_history->OnStart(rec, flowKey);
+            }
+            m_stalled.push_back({rec, flowKey, double(bytes), std::move(done)});
+            return;
+        }
+    }
     const CachedRoute& route = LookupRoute(srcGpu, dstGpu, flowKey); // validates the GPUs
     ++m_started;
     m_startedTrace(rec);
@@ -462,7 +507,7 @@ FlowBackend::Start(uint64_t id,
     AddFlow(rec, flowKey, route, double(bytes), std::move(done));
 }
 
-void
+uint32_t
 FlowBackend::AddFlow(const TransferRecord& rec,
                      uint64_t flowKey,
                      const CachedRoute& route,
@@ -498,6 +543,8 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     m_hot[slot].hops = static_cast<uint32_t>(f.route.size());
     f.latencyNs = rec.streamed ? 0 : route.latencyNs; // a stream paid its path's latency once
     f.remaining = remaining;
+    f.startRemaining = remaining;
+    f.resumed = false;
     f.t0Ns = NowNs();
     f.rate = 0;
     m_hot[slot].rate = 0;
@@ -528,13 +575,14 @@ FlowBackend::AddFlow(const TransferRecord& rec,
         }
         SetRate(slot, rate, f.t0Ns);
         ScheduleDrain();
-        return;
+        return slot;
     }
     for (uint32_t l : f.route)
     {
         m_seedLinks.push_back(l);
     }
     MarkDirty();
+    return slot;
 }
 
 void
@@ -760,7 +808,10 @@ FlowBackend::SetRate(uint32_t slot, double rate, int64_t nowNs)
     f.t0Ns = nowNs;
     f.rate = rate;
     m_hot[slot].rate = rate;
-    f.finishNs = nowNs + std::llround(f.remaining / f.rate * 1e9);
+    // A zero rate (a flow on a link brought to a crawl is never 0: rates stay > 0; guard
+    // anyway) never finishes.
+    f.finishNs = f.rate > 0 ? nowNs + std::llround(f.remaining / f.rate * 1e9)
+                            : std::numeric_limits<int64_t>::max();
     const DrainEntry e{f.finishNs, slot};
     if (f.drainPos == kNotInHeap)
     {
@@ -993,6 +1044,10 @@ FlowBackend::ScheduleDrain()
         return; // a pending wake-up, if any, finds nothing and stops
     }
     const int64_t at = m_drainHeap.front().finishNs;
+    if (at == std::numeric_limits<int64_t>::max())
+    {
+        return; // nothing drains (rate 0)
+    }
     if (m_drainAtNs >= 0 && m_drainAtNs <= at)
     {
         return; // an early wake-up is harmless: OnDrain re-arms for the real time
@@ -1042,7 +1097,7 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
         *it = on.back();
         on.pop_back();
         m_seedLinks.push_back(l); // the others on this link may speed up
-        m_linkBytes[l] += double(f.rec.bytes);
+        m_linkBytes[l] += f.resumed ? f.startRemaining : double(f.rec.bytes);
     }
     if (GetNOwners() > 1)
     {
@@ -1149,6 +1204,10 @@ FlowBackend::InFlight() const
     {
         out.push_back(m_pending[e.index].rec);
     }
+    for (const Stalled& st : m_stalled)
+    {
+        out.push_back(st.rec);
+    }
     std::sort(out.begin(), out.end(), [](const TransferRecord& a, const TransferRecord& b) {
         return a.id < b.id;
     });
@@ -1225,6 +1284,200 @@ FlowBackend::RestoreState(const Checkpoint& cp, Rebind rebind)
             continue;
         }
         AddFlow(r.transfer, r.flowKey, route, r.RemainingBytesAt(cp.time), std::move(done));
+    }
+}
+
+// ---------------------------------------------------------------- failures and degradation
+
+uint32_t
+FlowBackend::GetNStalledFlows() const
+{
+    return static_cast<uint32_t>(m_stalled.size());
+}
+
+double
+FlowBackend::GetLinkCapacity(uint32_t link) const
+{
+    return IsLinkUp(link) ? m_capacity.at(link) : 0.0;
+}
+
+bool
+FlowBackend::CrossesDownLink(const std::vector<uint32_t>& links) const
+{
+    for (uint32_t l : links)
+    {
+        if (!IsLinkUp(l))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+FlowBackend::DrainRemove(uint32_t slot)
+{
+    const uint32_t pos = m_flows[slot].drainPos;
+    if (pos == kNotInHeap)
+    {
+        return;
+    }
+    m_flows[slot].drainPos = kNotInHeap;
+    const DrainEntry last = m_drainHeap.back();
+    m_drainHeap.pop_back();
+    if (pos < m_drainHeap.size())
+    {
+        if (DrainLess(last, m_drainHeap[pos]))
+        {
+            DrainSiftUp(pos, last);
+        }
+        else
+        {
+            DrainSiftDown(pos, last);
+        }
+    }
+}
+
+void
+FlowBackend::Stall(uint32_t slot, int64_t nowNs)
+{
+    Flow& f = m_flows[slot];
+    f.remaining = std::max(0.0, f.remaining - f.rate * double(nowNs - f.t0Ns) * 1e-9);
+    f.t0Ns = nowNs;
+    NS_LOG_LOGIC("transfer " << f.rec.id << " stalls with " << f.remaining << " bytes left");
+    DrainRemove(slot);
+    f.active = false;
+    --m_nActive;
+    const double carried = f.startRemaining - f.remaining;
+    for (uint32_t l : f.route)
+    {
+        std::vector<uint32_t>& on = m_linkFlows[l];
+        auto it = std::find(on.begin(), on.end(), slot);
+        *it = on.back();
+        on.pop_back();
+        m_seedLinks.push_back(l); // the others on this link may speed up
+        m_linkBytes[l] += carried;
+    }
+    f.rate = 0;
+    m_hot[slot].rate = 0;
+    if (m_history)
+    {
+        m_history->OnRate(f.rec.id, NanoSeconds(nowNs), 0, f.remaining);
+    }
+    m_stalled.push_back({f.rec, f.flowKey, f.remaining, std::move(f.done)});
+    f.done = nullptr;
+    m_freeSlots.push_back(slot);
+}
+
+void
+FlowBackend::ApplyFabricEvent(const gpusim::FabricEvent& event)
+{
+    NS_LOG_FUNCTION(this << gpusim::ToString(event.kind) << event.what);
+    const int64_t nowNs = NowNs();
+    switch (event.kind)
+    {
+    case gpusim::FabricEventKind::LinkDown: {
+        // The flows on a dead link stop where they are (a flow whose last byte left exactly
+        // now still completes).
+        std::vector<uint32_t> hit;
+        for (uint32_t l : event.links)
+        {
+            for (uint32_t slot : m_linkFlows[l])
+            {
+                if (m_flows[slot].finishNs > nowNs)
+                {
+                    hit.push_back(slot);
+                }
+            }
+        }
+        std::sort(hit.begin(), hit.end());
+        hit.erase(std::unique(hit.begin(), hit.end()), hit.end());
+        // Stall in transfer id order (reproducible m_stalled).
+        std::sort(hit.begin(), hit.end(), [this](uint32_t a, uint32_t b) {
+            return m_flows[a].rec.id < m_flows[b].rec.id;
+        });
+        for (uint32_t slot : hit)
+        {
+            Stall(slot, nowNs);
+        }
+        break;
+    }
+    case gpusim::FabricEventKind::LinkUp: {
+        // Stalled flows whose (unchanged) route is whole again go on at once; new routes may
+        // use the link once the routing converges.
+        std::vector<Stalled> waiting;
+        waiting.swap(m_stalled);
+        for (Stalled& st : waiting)
+        {
+            const CachedRoute& route = LookupRoute(st.rec.srcGpu, st.rec.dstGpu, st.flowKey);
+            if (CrossesDownLink(route.links))
+            {
+                m_stalled.push_back(std::move(st));
+                continue;
+            }
+            const uint32_t slot =
+                AddFlow(st.rec, st.flowKey, route, st.remaining, std::move(st.done));
+            m_flows[slot].resumed = true;
+        }
+        break;
+    }
+    case gpusim::FabricEventKind::LinkRate:
+        for (uint32_t l : event.links)
+        {
+            m_upCapacity[l] =
+                event.rateFraction > 0 ? m_nominal[l] * event.rateFraction : event.rateBps / 8;
+            m_capacity[l] = m_upCapacity[l];
+            if (!m_linkFlows[l].empty())
+            {
+                m_seedLinks.push_back(l); // its flows get new max-min rates
+            }
+        }
+        break;
+    }
+    m_seedLinks.erase(std::remove_if(m_seedLinks.begin(),
+                                     m_seedLinks.end(),
+                                     [this](uint32_t l) { return m_linkFlows[l].empty(); }),
+                      m_seedLinks.end());
+    if (!m_seedLinks.empty())
+    {
+        MarkDirty();
+    }
+    ScheduleDrain();
+}
+
+void
+FlowBackend::ConvergeRouting()
+{
+    NS_LOG_FUNCTION(this << m_stalled.size());
+    // Routes computed before are stale (they may cross a dead link, or avoid a revived one).
+    m_routeCache.clear();
+    std::fill(m_lastRoute.begin(), m_lastRoute.end(), nullptr);
+    std::vector<Stalled> waiting;
+    waiting.swap(m_stalled);
+    for (size_t i = 0; i < waiting.size(); ++i)
+    {
+        Stalled& st = waiting[i];
+        const CachedRoute* route = nullptr;
+        try
+        {
+            route = &LookupRoute(st.rec.srcGpu, st.rec.dstGpu, st.flowKey);
+        }
+        catch (const std::runtime_error& e)
+        {
+            // The ones not looked at yet stay listed as in flight.
+            m_stalled.insert(m_stalled.end(),
+                             std::make_move_iterator(waiting.begin() + i + 1),
+                             std::make_move_iterator(waiting.end()));
+            FailTransfer(st.rec, std::string(e.what()) + "; links down: " + DownLinksText());
+            return;
+        }
+        if (CrossesDownLink(route->links))
+        {
+            m_stalled.push_back(std::move(st)); // a later failure: wait for its convergence
+            continue;
+        }
+        const uint32_t slot = AddFlow(st.rec, st.flowKey, *route, st.remaining, std::move(st.done));
+        m_flows[slot].resumed = true;
     }
 }
 

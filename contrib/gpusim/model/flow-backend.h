@@ -111,8 +111,20 @@ class FlowBackend : public NetworkBackend
     /// Signature of the TransferStarted / TransferDelivered trace sources.
     typedef void (*TransferTracedCallback)(const TransferRecord& transfer);
 
+    /// Transfers waiting for the routing to converge (their route crossed a link that went
+    /// down; they make no progress until they are re-routed).
+    uint32_t GetNStalledFlows() const;
+    /// Current capacity of a directed link in bytes/s (0 while it is down).
+    double GetLinkCapacity(uint32_t link) const;
+
   protected:
     void DoDispose() override;
+    /// LinkDown: flows crossing the links stop and wait for the routing; LinkRate: the links'
+    /// capacity changes and rates are recomputed; LinkUp: the links carry traffic again.
+    void ApplyFabricEvent(const gpusim::FabricEvent& event) override;
+    /// Re-routes the stalled flows over the surviving links (ECMP among the surviving equal-cost
+    /// next hops); one with no path left fails (FailTransfer).
+    void ConvergeRouting() override;
 
   private:
     /// One draining transfer. Slots are reused; `route` keeps its capacity.
@@ -128,6 +140,9 @@ class FlowBackend : public NetworkBackend
         int64_t finishNs = 0;        //!< predicted drain completion
         uint32_t drainPos = kNotInHeap; //!< index in m_drainHeap, or kNotInHeap
         bool active = false;
+        bool resumed = false;           //!< re-routed after a link failure
+        double startRemaining = 0;      //!< remaining bytes when it was added
+
         DeliveredCallback done;
     };
 
@@ -219,11 +234,28 @@ class FlowBackend : public NetworkBackend
                uint64_t flowKey,
                bool streamed,
                DeliveredCallback done);
-    void AddFlow(const TransferRecord& rec,
-                 uint64_t flowKey,
-                 const CachedRoute& route,
-                 double remaining,
-                 DeliveredCallback done);
+    /// Returns the flow's slot.
+    uint32_t AddFlow(const TransferRecord& rec,
+                     uint64_t flowKey,
+                     const CachedRoute& route,
+                     double remaining,
+                     DeliveredCallback done);
+
+    /// A transfer whose route crossed a failed link, waiting for the routing to converge.
+    struct Stalled
+    {
+        TransferRecord rec;
+        uint64_t flowKey = 0;
+        double remaining = 0;
+        DeliveredCallback done;
+    };
+
+    /// Takes a draining flow off its links (its progress kept) into m_stalled.
+    void Stall(uint32_t slot, int64_t nowNs);
+    /// The route crosses a link that is down now.
+    bool CrossesDownLink(const std::vector<uint32_t>& links) const;
+    /// Removes a flow from the drain heap.
+    void DrainRemove(uint32_t slot);
     void MarkDirty();
     void Recompute();
     /// Full pass: the connected component of the seed links into m_compFlows/m_compLinks,
@@ -271,7 +303,10 @@ class FlowBackend : public NetworkBackend
 
     Ptr<ClusterTopology> m_topology;
     Ptr<FlowRateHistory> m_history;      //!< null: no recording
-    std::vector<double> m_capacity;      //!< per directed link, bytes/s
+    std::vector<double> m_capacity;      //!< per directed link, bytes/s (now)
+    std::vector<double> m_nominal;       //!< per directed link, bytes/s (the topology's)
+    std::vector<double> m_upCapacity;    //!< per directed link: capacity when up (rate events)
+    std::vector<Stalled> m_stalled;      //!< waiting for the routing to converge
     std::vector<double> m_linkBytes;     //!< per directed link, bytes carried
     std::vector<std::vector<double>> m_ownerLinkBytes; //!< per owner, per link (several jobs)
     std::vector<Time> m_reservedUntil;   //!< per directed link (ReserveLinks)

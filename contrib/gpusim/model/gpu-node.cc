@@ -1,7 +1,11 @@
 #include "ns3/gpu-node.h"
 
 #include "ns3/log.h"
+#include "ns3/double.h"
+#include "ns3/simulator.h"
 #include "ns3/uinteger.h"
+
+#include <cmath>
 
 namespace ns3
 {
@@ -22,11 +26,39 @@ GpuNode::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&GpuNode::m_gpuIndex),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("SlowdownFactor",
+                          "Straggler: kernels starting at or after SlowdownStart take this "
+                          "many times their modelled duration (a clock drop to 1/factor; "
+                          "1 = nominal)",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&GpuNode::m_slowdown),
+                          MakeDoubleChecker<double>(0))
+            .AddAttribute("SlowdownStart",
+                          "When SlowdownFactor takes effect (simulated time)",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&GpuNode::m_slowdownStart),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("MemoryUsed",
                             "Bytes of device memory allocated",
                             MakeTraceSourceAccessor(&GpuNode::m_memoryUsed),
                             "ns3::TracedValueCallback::Uint64");
     return tid;
+}
+
+Time
+GpuNode::KernelTime(Time modelled) const
+{
+    if (m_slowdown == 1.0 || Simulator::Now() < m_slowdownStart)
+    {
+        return modelled;
+    }
+    return NanoSeconds(std::llround(double(modelled.GetNanoSeconds()) * m_slowdown));
+}
+
+bool
+GpuNode::IsStraggler() const
+{
+    return m_slowdown != 1.0;
 }
 
 GpuNode::GpuNode()

@@ -6,6 +6,7 @@
 
 #include "ns3/gpu-spec.h"
 #include "ns3/node.h"
+#include "ns3/nstime.h"
 #include "ns3/traced-value.h"
 
 namespace ns3
@@ -34,6 +35,12 @@ class GpuNode : public Node
     uint64_t GetMemoryUsed() const;
     uint64_t GetPeakMemoryUsed() const;
 
+    /// How long a kernel with this modelled duration, starting now, runs on this GPU: the
+    /// duration times SlowdownFactor from SlowdownStart on (a straggler), else unchanged.
+    Time KernelTime(Time modelled) const;
+    /// SlowdownFactor is not 1.
+    bool IsStraggler() const;
+
   private:
     gpusim::GpuSpec m_spec;
     uint32_t m_gpuIndex = 0;
@@ -41,6 +48,8 @@ class GpuNode : public Node
     uint32_t m_localIndex = 0;
     TracedValue<uint64_t> m_memoryUsed; //!< bytes allocated on the device
     uint64_t m_peakMemory = 0;
+    double m_slowdown = 1.0; //!< SlowdownFactor
+    Time m_slowdownStart;    //!< SlowdownStart
 };
 
 } // namespace ns3

@@ -208,6 +208,7 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
     m_job = std::move(job);
     m_backend = backend;
     m_world = world;
+    InstallFaults(gpus);
     m_world->SetBackend(backend);
     const uint32_t n = m_job->ranks.size();
     if (!rankToGpu.empty() && rankToGpu.size() != n)
@@ -340,6 +341,7 @@ GpuWorkload::InstallFeed(Ptr<OpFeed> feed,
     m_feed = feed;
     m_backend = backend;
     m_world = world;
+    InstallFaults(gpus);
     m_world->SetBackend(backend);
     const uint32_t n = feed->GetNRanks();
     if (!rankToGpu.empty() && rankToGpu.size() != n)
@@ -646,6 +648,64 @@ GpuWorkload::GetMirrorSummary() const
 }
 
 void
+GpuWorkload::InstallFaults(const NodeContainer& gpus)
+{
+    for (uint32_t i = 0; i < gpus.GetN(); ++i)
+    {
+        Ptr<GpuNode> node = DynamicCast<GpuNode>(gpus.Get(i));
+        if (node && node->IsStraggler())
+        {
+            // A straggler's rank runs at its own pace: no rank may stand in for another.
+            m_mirrorRanks = false;
+        }
+    }
+    Ptr<ClusterTopology> topo = m_backend ? m_backend->GetTopology() : nullptr;
+    if (!topo || topo->GetFabricEvents().empty())
+    {
+        return;
+    }
+    if (!m_backend->HasFabricEvents())
+    {
+        if (!topo->GetRoutingConvergence().IsNegative())
+        {
+            m_backend->SetAttribute("RoutingConvergence",
+                                    TimeValue(topo->GetRoutingConvergence()));
+        }
+        m_backend->ScheduleFabricEvents(topo->GetFabricEvents());
+    }
+    m_backend->SetTransferFailedCallback(
+        [this](const TransferRecord& r, const std::string& why) { OnTransferFailed(r, why); });
+}
+
+void
+GpuWorkload::OnTransferFailed(const TransferRecord& r, const std::string& why)
+{
+    // NCCL has no way around a peer it cannot reach: the transport's completion comes back
+    // with an error (InfiniBand/RoCE: the queue pair's retries exhausted, "NET/IB : Got
+    // completion ... with error 12" = IBV_WC_RETRY_EXC_ERR), the collective returns
+    // ncclRemoteError / ncclSystemError to every rank waiting on it, and the framework
+    // aborts the job (PyTorch's watchdog tears the process group down). So does the run:
+    // the first failed transfer is reported and the simulation stops instead of hanging.
+    if (m_networkFailed)
+    {
+        return;
+    }
+    m_networkFailed = true;
+    std::ostringstream os;
+    os << "NCCL error ncclRemoteError at " << ToUs(Simulator::Now()) << " us: transfer GPU "
+       << r.srcGpu << " -> GPU " << r.dstGpu << " (" << r.bytes << " bytes, started at "
+       << ToUs(r.start) << " us) has no path: " << why;
+    const std::string pending = m_world ? m_world->DescribePendingFor(r.srcGpu, r.dstGpu) : "";
+    if (!pending.empty())
+    {
+        os << "; failed collective(s): " << pending;
+    }
+    os << "; the job aborts";
+    m_runErrors.push_back(os.str());
+    Simulator::Stop();
+}
+
+void
 GpuWorkload::OnTransfer(const TransferRecord& r)
 {
     if (m_transfers.size() < m_maxTransfers)
@@ -675,6 +735,10 @@ GpuWorkload::Check() const
         {
             rep.errors.push_back(e);
         }
+    }
+    for (const auto& e : m_runErrors)
+    {
+        rep.errors.push_back(e);
     }
     if (m_world->HasPending())
     {

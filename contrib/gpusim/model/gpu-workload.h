@@ -30,7 +30,7 @@ struct RunReport
     bool completed = false;          //!< every thread finished, every stream drained
     Time endTime;                    //!< when the last rank finished
     std::string stuck;               //!< what is still waiting, one line per item
-    std::vector<std::string> errors; //!< OOM and other device errors met while running
+    std::vector<std::string> errors; //!< OOM, other device errors and network failures met
 };
 
 /// One iteration (a ProfilerStep#N begin/end pair, or the whole run) of one rank.
@@ -126,6 +126,11 @@ class GpuWorkload : public Object
     /// same local GPUs in comm-rank order.
     void AssignTwinComms();
     void OnTransfer(const TransferRecord& r);
+    /// Hands the topology's fabric events to the backend and turns rank mirroring off when a
+    /// GPU is a straggler.
+    void InstallFaults(const NodeContainer& gpus);
+    /// A transfer with no path left: NCCL's ncclRemoteError, the job aborts (Check() reports).
+    void OnTransferFailed(const TransferRecord& r, const std::string& why);
     void Breakdown(uint32_t rank, IterationRecord& it) const;
     Ptr<CudaContext> MakeContext(const NodeContainer& gpus,
                                  uint32_t rank,
@@ -159,6 +164,8 @@ class GpuWorkload : public Object
     std::map<uint32_t, bool> m_mirrorable; //!< Mirrorable() by list owner
     bool m_recordTransfers;
     uint32_t m_maxTransfers;
+    bool m_networkFailed = false;        //!< OnTransferFailed ran
+    std::vector<std::string> m_runErrors; //!< errors of the run itself (network failure)
 };
 
 } // namespace ns3

@@ -759,6 +759,7 @@ NcclWorld::SetBackend(Ptr<NetworkBackend> backend)
 {
     m_backend = backend;
     m_flowNet = backend ? PeekPointer(DynamicCast<FlowBackend>(backend)) : nullptr;
+    m_fabricEvents = backend && backend->HasFabricEvents();
     m_hops.clear();
     if (backend && !m_ownerTaken)
     {
@@ -961,6 +962,36 @@ NcclWorld::DescribePending() const
     for (const auto& [id, c] : m_comms)
     {
         s += c->DescribePending();
+    }
+    return s;
+}
+
+std::string
+NcclWorld::DescribePendingFor(uint32_t gpuA, uint32_t gpuB) const
+{
+    std::string s;
+    for (const auto& [id, c] : m_comms)
+    {
+        const std::vector<uint32_t>& g = c->Gpus();
+        if (std::find(g.begin(), g.end(), gpuA) == g.end() ||
+            std::find(g.begin(), g.end(), gpuB) == g.end())
+        {
+            continue;
+        }
+        std::string d = c->DescribePending();
+        d.erase(0, d.find_first_not_of(' '));
+        while (!d.empty() && (d.back() == '\n' || d.back() == ' '))
+        {
+            d.pop_back();
+        }
+        for (char& ch : d)
+        {
+            ch = ch == '\n' ? ';' : ch;
+        }
+        if (!d.empty())
+        {
+            s += (s.empty() ? "" : "; ") + d;
+        }
     }
     return s;
 }

@@ -447,6 +447,8 @@ class NcclWorld : public Object
     void NotifyCompleted(const CollectiveRecord& r);
     bool HasPending() const;
     std::string DescribePending() const;
+    /// DescribePending of the communicators that hold both GPUs (with their pending work).
+    std::string DescribePendingFor(uint32_t gpuA, uint32_t gpuB) const;
 
     TracedCallback<const CollectiveRecord&> m_collectiveCompleted;
     TracedCallback<const TransferRecord&> m_transferDelivered; //!< every collective transfer
@@ -507,6 +509,7 @@ class NcclWorld : public Object
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows
     uint32_t m_nvlsTrialLoops = 0;       //!< RingFlows: NVLS loops run chunk by chunk (0: all)
     FlowBackend* m_flowNet = nullptr;    //!< m_backend as a FlowBackend, or null
+    bool m_fabricEvents = false;         //!< the backend has fabric events: chunk level only
     std::vector<uint32_t> m_openOnGpu;   //!< per GPU: open collective instances (CountOpen)
     FidelityStats m_fidelityStats;
 };

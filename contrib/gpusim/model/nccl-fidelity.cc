@@ -175,6 +175,12 @@ NcclWorld::IsAutoFidelity() const
 bool
 NcclWorld::IsCollectiveFidelity() const
 {
+    if (m_fabricEvents && (m_fidelity == "collective" || m_fidelity == "auto"))
+    {
+        // Replays and edge flows assume the links a watched run saw; links that go down or
+        // slow down break that: every collective runs chunk by chunk.
+        return false;
+    }
     if (m_fidelity == "collective")
     {
         return true;

@@ -6,9 +6,11 @@
 #define GPUSIM_NETWORK_BACKEND_H
 
 #include "ns3/cluster-topology.h"
+#include "ns3/fabric-event.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
+#include "ns3/traced-callback.h"
 
 #include <cstdint>
 #include <functional>
@@ -37,6 +39,9 @@ class NetworkBackend : public Object
 {
   public:
     using DeliveredCallback = std::function<void(const TransferRecord&)>;
+    /// A transfer that can never be delivered (no path left between its GPUs) and why.
+    using TransferFailedCallback =
+        std::function<void(const TransferRecord&, const std::string& why)>;
 
     static TypeId GetTypeId();
     ~NetworkBackend() override;
@@ -91,8 +96,52 @@ class NetworkBackend : public Object
     /// occupancy, rates) to an open "traceEvents" array. The base version writes none.
     virtual void WriteTraceCounters(gpusim::JsonWriter& w) const;
 
+    // ---- failures and degradation (fabric-event.h) ----
+    /// Schedules the fabric events (times on the simulator's clock; one already past applies
+    /// now). At a LinkDown the links stop carrying traffic at once; RoutingConvergence later
+    /// the routing avoids them (and routes over them again after a LinkUp). The backend must
+    /// have its topology. The base version schedules the events and calls ApplyFabricEvent /
+    /// ConvergeRouting; a backend that does not override those throws std::logic_error.
+    virtual void ScheduleFabricEvents(const std::vector<gpusim::FabricEvent>& events);
+    /// Fabric events were scheduled on this backend.
+    bool HasFabricEvents() const;
+    /// Called for a transfer that cannot be delivered because no path is left (NCCL's
+    /// ncclRemoteError); without one such a transfer throws std::runtime_error.
+    void SetTransferFailedCallback(TransferFailedCallback cb);
+    /// The directed link is up (physically) now.
+    bool IsLinkUp(uint32_t link) const;
+    /// "A-B, C-D": the cables down now (both directions named once), "" when none.
+    std::string DownLinksText() const;
+
+    /// Signature of the FabricEvent trace source: what happened ("down leaf0-spine1",
+    /// "routing converged: 2 links down").
+    typedef void (*FabricEventTracedCallback)(const std::string& what);
+
+  protected:
+    /// Applies one event at its time; m_linkDown already reflects a down/up.
+    virtual void ApplyFabricEvent(const gpusim::FabricEvent& event);
+    /// The routing has converged on the links down now (m_routeDown == m_linkDown).
+    virtual void ConvergeRouting();
+    /// Reports a transfer that cannot complete (the callback, or std::runtime_error).
+    void FailTransfer(const TransferRecord& rec, const std::string& why);
+    /// Routes avoid these links (per directed link; empty until events are scheduled).
+    const std::vector<uint8_t>& RouteDown() const;
+    /// Some link is down in the routing's view.
+    bool AnyRouteDown() const;
+    Time GetRoutingConvergence() const;
+
   private:
+    void OnFabricEvent(size_t index);
     uint32_t m_owners = 0; //!< AcquireOwner calls in this simulation
+    void OnConverged();
+
+    Time m_convergence;                       //!< RoutingConvergence attribute
+    std::vector<gpusim::FabricEvent> m_events; //!< ScheduleFabricEvents
+    std::vector<uint8_t> m_linkDown;          //!< per directed link: physically down now
+    std::vector<uint8_t> m_routeDown;         //!< per directed link: routing avoids it
+    uint32_t m_nRouteDown = 0;                //!< entries set in m_routeDown
+    TransferFailedCallback m_failed;
+    TracedCallback<const std::string&> m_fabricTrace; //!< FabricEvent trace source
 };
 
 } // namespace ns3

@@ -166,7 +166,7 @@ PacketBackend::BuildRoutes()
             for (uint32_t l : m_topology->InLinks(v))
             {
                 const uint32_t u = links[l].from;
-                if (m_linkSlot[l] >= 0 && dist[u] == kNone)
+                if (m_linkSlot[l] >= 0 && dist[u] == kNone && !RoutedAround(l))
                 {
                     dist[u] = dist[v] + 1;
                     queue.push_back(u);
@@ -183,7 +183,7 @@ PacketBackend::BuildRoutes()
             for (uint32_t l : m_topology->OutLinks(u))
             {
                 const uint32_t w = links[l].to;
-                if (m_linkSlot[l] >= 0 && dist[w] == dist[u] - 1 &&
+                if (m_linkSlot[l] >= 0 && !RoutedAround(l) && dist[w] == dist[u] - 1 &&
                     (w == d || verts[w].type == TopoVertexType::Switch))
                 {
                     hops.push_back(m_linkIface[m_linkSlot[l]]);

@@ -469,6 +469,19 @@ PacketBackend::StartTransfer(uint64_t id,
     rec.start = Simulator::Now();
     ++m_started;
     m_startedTrace(rec);
+    if (pair.packet && AnyRouteDown())
+    {
+        std::vector<uint32_t> route;
+        try
+        {
+            m_topology->RouteAvoiding(srcGpu, dstGpu, 0, RouteDown(), route);
+        }
+        catch (const std::runtime_error& e)
+        {
+            FailTransfer(rec, std::string(e.what()) + "; links down: " + DownLinksText());
+            return;
+        }
+    }
     if (!pair.packet)
     {
         // NVLink / NVSwitch (or the same GPU): flow-level, delivered through our own queue so

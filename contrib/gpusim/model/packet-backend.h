@@ -60,6 +60,8 @@ class PacketBackend : public NetworkBackend
     std::vector<TransferRecord> InFlight() const override;
     std::string GetName() const override;
     uint64_t GetDeliveredCount() const override;
+    /// See ApplyFabricEvent (below) for what the events do here.
+    void ScheduleFabricEvents(const std::vector<gpusim::FabricEvent>& events) override;
 
     // ---- set-up ----
     /// The end-host protocol (default: a TcpTransport). Set before the network is built.
@@ -157,6 +159,14 @@ class PacketBackend : public NetworkBackend
 
   protected:
     void DoDispose() override;
+    /// Packet links: a LinkDown drops every packet on them (both directions) from now on, a
+    /// LinkUp stops dropping, a LinkRate sets the devices' DataRate. NVLink links go to the
+    /// embedded flow backend; PCIe hops are a fixed latency here (a NIC-wide event's PCIe links
+    /// only matter to routing). Throws std::invalid_argument for an event on PCIe links only.
+    void ApplyFabricEvent(const gpusim::FabricEvent& event) override;
+    /// Recomputes every node's ECMP next hops without the dead links; an in-flight transfer
+    /// with no path left fails (FailTransfer).
+    void ConvergeRouting() override;
 
   private:
     /// A packet transfer not yet delivered.
@@ -190,6 +200,8 @@ class PacketBackend : public NetworkBackend
     /// Build(): PFC on the sender's port of `link` (before its IPv4 interface exists).
     void AddPfcPort(uint32_t link, Ptr<NetDevice> dev);
     void BuildRoutes();
+    /// The routing avoids this directed link (down when it last converged).
+    bool RoutedAround(uint32_t link) const;
     void BuildLinks();         //!< Build(): a PointToPoint link per duplex pair, queues, PFC
     void SortPacketLinks();    //!< Build(): link slots in ascending link id
     void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs

@@ -14,7 +14,8 @@ namespace ns3
 namespace gpusim
 {
 
-const std::set<std::string> kRepeatableOptions = {"scale-kernels", "no-dep"};
+const std::set<std::string> kRepeatableOptions = {"scale-kernels", "no-dep", "link-down",
+                                                   "link-rate", "straggler"};
 
 Options::Options(const std::vector<std::string>& args,
                  const std::set<std::string>& valued,
@@ -234,7 +235,9 @@ HostTimeEnvironment(const Options& o)
 
 const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "gpus-per-server",
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
-                                               "fabric", "oversubscription", "gpu"};
+                                               "fabric", "oversubscription", "gpu",
+                                               "link-down", "link-rate", "straggler",
+                                               "convergence"};
 
 ClusterSpec
 SpecFromOptions(const Options& o, uint32_t minGpus)
@@ -271,6 +274,35 @@ SpecFromOptions(const Options& o, uint32_t minGpus)
     spec.fabric = o.Get("fabric", spec.fabric);
     spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
     spec.gpuModel = o.Get("gpu", spec.gpuModel);
+    // Faults add to the cluster file's faults: section.
+    for (const char* key : {"link-down", "link-rate", "straggler", "convergence"})
+    {
+        for (const std::string& item : o.All(key))
+        {
+            try
+            {
+                const std::string k = key;
+                if (k == "link-down" || k == "link-rate")
+                {
+                    const auto events = k == "link-down" ? ParseLinkDown(item) : ParseLinkRate(item);
+                    spec.fabricEvents.insert(spec.fabricEvents.end(), events.begin(), events.end());
+                }
+                else if (k == "straggler")
+                {
+                    spec.stragglers.push_back(ParseStraggler(item));
+                }
+                else
+                {
+                    spec.routingConvergence =
+                        ParseEventTime(item, "routing convergence '" + item + "'");
+                }
+            }
+            catch (const std::invalid_argument& e)
+            {
+                throw UsageError(std::string("--") + key + ": " + e.what());
+            }
+        }
+    }
     GpuSpec gpu;
     if (!LookupGpuSpec(spec.gpuModel, gpu))
     {

@@ -293,6 +293,9 @@ PrintCollectiveUsage(std::ostream& os)
           "  --cluster FILE        cluster spec in YAML (instead of --preset)\n"
           "  --servers N --gpus-per-server G --nics-per-server K --nic-gbps X --nvlink-gbps Y\n"
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
+          "  --link-down A-B@T[,up@T2]  --link-rate A-B=50%|100Gbps@T[,full@T2]  (A-B: a cable;\n"
+          "      A alone: every link of a NIC or switch; repeatable)  --straggler GPU=2x|50%@T\n"
+          "      (repeatable)  --convergence T (routing delay after a link change, default 0)\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
@@ -422,7 +425,11 @@ SimulateOneSize(const Options& o,
     if (!rep.completed)
     {
         res.stuck = true;
-        res.stuckReport = rep.stuck;
+        for (const auto& e : rep.errors)
+        {
+            res.stuckReport += "error: " + e + "\n";
+        }
+        res.stuckReport += rep.stuck;
         Simulator::Destroy();
         return res;
     }
