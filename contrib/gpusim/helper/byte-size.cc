@@ -1,6 +1,7 @@
 #include "ns3/byte-size.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -41,6 +42,29 @@ ParseByteSize(const std::string& s)
         throw std::invalid_argument("bad size '" + s + "'");
     }
     return static_cast<uint64_t>(std::llround(v * mult));
+}
+
+std::string
+FormatByteSize(uint64_t bytes)
+{
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = static_cast<double>(bytes);
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0]))
+    {
+        v /= 1024;
+        ++u;
+    }
+    char text[32];
+    if (v == static_cast<double>(static_cast<uint64_t>(v)))
+    {
+        std::snprintf(text, sizeof(text), "%llu %s", static_cast<unsigned long long>(v), units[u]);
+    }
+    else
+    {
+        std::snprintf(text, sizeof(text), "%.2f %s", v, units[u]);
+    }
+    return text;
 }
 
 } // namespace gpusim

@@ -16,6 +16,10 @@ namespace gpusim
 /// Parses a byte size; throws std::invalid_argument naming the bad input.
 uint64_t ParseByteSize(const std::string& s);
 
+/// The size in the largest binary unit that keeps it >= 1, as the CLI prints it: "512 B",
+/// "64 KiB", "1.50 GiB" (whole numbers without decimals).
+std::string FormatByteSize(uint64_t bytes);
+
 } // namespace gpusim
 } // namespace ns3
 

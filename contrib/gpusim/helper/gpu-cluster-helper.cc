@@ -147,7 +147,9 @@ AddLeafSpine(const Ptr<ClusterTopology>& topo, const gpusim::ClusterSpec& s,
         const uint32_t spine = topo->AddVertex(MakeSwitch(2, 0, "spine"));
         for (uint32_t leaf : leaves)
         {
-            topo->AddDuplexLink(leaf, spine, nicBps * nSpines, lat, TopoLinkKind::Fabric);
+            topo->SetCables(
+                topo->AddDuplexLink(leaf, spine, nicBps * nSpines, lat, TopoLinkKind::Fabric),
+                nSpines);
         }
     }
     else

@@ -118,6 +118,17 @@ ClusterTopology::AddVertex(const TopoVertex& v)
     return static_cast<uint32_t>(m_vertices.size() - 1);
 }
 
+void
+ClusterTopology::SetCables(uint32_t link, uint32_t cables)
+{
+    if (link >= m_links.size() || cables == 0)
+    {
+        throw std::runtime_error("ClusterTopology::SetCables: bad link or cable count");
+    }
+    m_links[link].cables = cables;
+    m_links[m_links[link].reverse].cables = cables;
+}
+
 uint32_t
 ClusterTopology::AddDuplexLink(uint32_t a,
                                uint32_t b,

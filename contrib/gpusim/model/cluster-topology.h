@@ -51,6 +51,9 @@ struct TopoLink
     double latencySec = 0;
     TopoLinkKind kind = TopoLinkKind::Fabric;
     uint32_t reverse = 0; //!< id of the opposite direction
+    /// Parallel cables this link stands for: adaptive routing's merged spine port of a leaf
+    /// (GpuClusterHelper) is one link of nSpines cables; a fault on one cable takes 1/n of it.
+    uint32_t cables = 1;
 };
 
 class ClusterTopology : public Object
@@ -73,6 +76,8 @@ class ClusterTopology : public Object
     /// position under its leaf picks the uplink, so no two destinations under one leaf share a
     /// spine downlink). Throws std::invalid_argument for anything else.
     void SetRouting(const std::string& routing);
+    /// Marks a duplex link (either direction's id) as a bundle of `cables` parallel cables.
+    void SetCables(uint32_t link, uint32_t cables);
     /// The NCCL model's calibration for this cluster (GpuClusterHelper copies the spec's).
     void SetNcclCalibration(const gpusim::NcclCalibration& c);
     const gpusim::NcclCalibration& GetNcclCalibration() const;

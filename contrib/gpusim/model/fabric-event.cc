@@ -4,6 +4,7 @@
 #include "ns3/log.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -254,6 +255,42 @@ ResolveFabricEvents(const std::vector<FabricEventSpec>& specs, const ClusterTopo
     auto fail = [](const FabricEventSpec& s, const std::string& what) {
         throw std::runtime_error("fabric event '" + s.item + "': " + what);
     };
+    // Adaptive routing merges a leaf's spine ports into one link of n cables to "spine0":
+    // "spineK" (K < n) names cable K of those bundles.
+    auto lookup = [&](const std::string& name, int32_t& cable) -> uint32_t {
+        cable = -1;
+        auto it = byName.find(name);
+        if (it != byName.end())
+        {
+            return it->second;
+        }
+        const size_t digits = name.find_last_not_of("0123456789") + 1;
+        if (digits == 0 || digits == name.size() || name.size() - digits > 6)
+        {
+            return UINT32_MAX;
+        }
+        auto base = byName.find(name.substr(0, digits) + "0");
+        const uint32_t k = static_cast<uint32_t>(std::stoul(name.substr(digits)));
+        if (base == byName.end() || topology.OutLinks(base->second).empty())
+        {
+            return UINT32_MAX;
+        }
+        for (uint32_t l : topology.OutLinks(base->second))
+        {
+            if (links[l].cables <= k)
+            {
+                return UINT32_MAX;
+            }
+        }
+        cable = static_cast<int32_t>(k);
+        return base->second;
+    };
+    struct CableEvent
+    {
+        FabricEvent event; //!< as written, on the bundles' links
+        uint32_t cable = 0;
+    };
+    std::vector<CableEvent> cableEvents;
     const std::string naming = " (vertices are named like s0/gpu0, s0/nic0, leaf0, spine0, "
                                "core0 or switch0)";
     std::vector<FabricEvent> out;
@@ -277,20 +314,24 @@ ResolveFabricEvents(const std::vector<FabricEventSpec>& specs, const ClusterTopo
         uint32_t a = UINT32_MAX;
         uint32_t b = UINT32_MAX;
         std::string unknown;
+        int32_t cable = -1;
         for (size_t dash = s.target.find('-'); dash != std::string::npos;
              dash = s.target.find('-', dash + 1))
         {
-            auto ia = byName.find(s.target.substr(0, dash));
-            auto ib = byName.find(s.target.substr(dash + 1));
-            if (ia != byName.end() && ib != byName.end())
+            int32_t ca = -1;
+            int32_t cb = -1;
+            const uint32_t ia = lookup(s.target.substr(0, dash), ca);
+            const uint32_t ib = lookup(s.target.substr(dash + 1), cb);
+            if (ia != UINT32_MAX && ib != UINT32_MAX)
             {
-                a = ia->second;
-                b = ib->second;
+                a = ia;
+                b = ib;
+                cable = std::max(ca, cb);
                 break;
             }
             if (unknown.empty())
             {
-                unknown = ia == byName.end() ? s.target.substr(0, dash) : s.target.substr(dash + 1);
+                unknown = ia == UINT32_MAX ? s.target.substr(0, dash) : s.target.substr(dash + 1);
             }
         }
         if (a != UINT32_MAX)
@@ -307,30 +348,113 @@ ResolveFabricEvents(const std::vector<FabricEventSpec>& specs, const ClusterTopo
             {
                 fail(s, "no link between " + verts[a].name + " and " + verts[b].name);
             }
+            if (links[e.links.front()].cables > 1)
+            {
+                cable = std::max(cable, 0); // "leaf0-spine0" on a bundle: its cable 0
+            }
         }
         else
         {
-            auto it = byName.find(s.target);
-            if (it == byName.end())
+            const uint32_t v = lookup(s.target, cable);
+            if (v == UINT32_MAX)
             {
                 fail(s, "unknown vertex '" + (unknown.empty() ? s.target : unknown) + "'" +
                             naming);
             }
-            const TopoVertexType t = verts[it->second].type;
+            const TopoVertexType t = verts[v].type;
             if (t != TopoVertexType::Nic && t != TopoVertexType::Switch)
             {
                 fail(s, "'" + s.target + "' is a GPU or NVSwitch; name a link A-B, a NIC or a "
                                          "switch");
             }
-            for (uint32_t l : topology.OutLinks(it->second))
+            for (uint32_t l : topology.OutLinks(v))
             {
                 e.links.push_back(l);
                 e.links.push_back(links[l].reverse);
             }
+            if (cable < 0 && !e.links.empty() && links[e.links.front()].cables > 1 &&
+                std::all_of(e.links.begin(), e.links.end(),
+                            [&links](uint32_t l) { return links[l].cables > 1; }))
+            {
+                cable = 0; // "spine0" on bundles only: the first spine of each
+            }
         }
         std::sort(e.links.begin(), e.links.end());
         e.links.erase(std::unique(e.links.begin(), e.links.end()), e.links.end());
+        if (cable >= 0)
+        {
+            cableEvents.push_back({std::move(e), static_cast<uint32_t>(cable)});
+            continue;
+        }
         out.push_back(std::move(e));
+    }
+    // Cable events become changes of their bundles: a bundle of n cables runs at the sum of
+    // its live cables' rates over n of its nominal rate, and is down with none left.
+    std::stable_sort(cableEvents.begin(), cableEvents.end(),
+                     [](const CableEvent& x, const CableEvent& y) {
+                         return x.event.at < y.event.at;
+                     });
+    struct CableState
+    {
+        bool up = true;
+        double fraction = 1; //!< of one cable's nominal rate
+    };
+    std::map<uint32_t, std::vector<CableState>> bundles;
+    for (const CableEvent& ce : cableEvents)
+    {
+        for (uint32_t l : ce.event.links)
+        {
+            const uint32_t n = links[l].cables;
+            std::vector<CableState>& cables = bundles[l];
+            cables.resize(n);
+            auto sum = [&cables]() {
+                double f = 0;
+                for (const CableState& c : cables)
+                {
+                    f += c.up ? c.fraction : 0.0;
+                }
+                return f;
+            };
+            const bool wasDown = sum() <= 0;
+            CableState& c = cables[ce.cable];
+            switch (ce.event.kind)
+            {
+            case FabricEventKind::LinkDown:
+                c.up = false;
+                break;
+            case FabricEventKind::LinkUp:
+                c.up = true;
+                break;
+            case FabricEventKind::LinkRate:
+                c.fraction = ce.event.rateFraction > 0
+                                 ? ce.event.rateFraction
+                                 : ce.event.rateBps / (links[l].bitsPerSec / n);
+                break;
+            }
+            const double now = sum() / n;
+            FabricEvent out1 = ce.event;
+            out1.links = {l};
+            out1.what = ce.event.what + " (cable " + std::to_string(ce.cable) + " of " +
+                        std::to_string(n) + ")";
+            out1.rateBps = 0;
+            if (now <= 0)
+            {
+                if (!wasDown)
+                {
+                    out1.kind = FabricEventKind::LinkDown;
+                    out.push_back(out1);
+                }
+                continue;
+            }
+            if (wasDown)
+            {
+                out1.kind = FabricEventKind::LinkUp;
+                out.push_back(out1);
+            }
+            out1.kind = FabricEventKind::LinkRate;
+            out1.rateFraction = now;
+            out.push_back(out1);
+        }
     }
     std::stable_sort(out.begin(), out.end(), [](const FabricEvent& x, const FabricEvent& y) {
         return x.at < y.at;

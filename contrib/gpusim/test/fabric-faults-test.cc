@@ -230,6 +230,47 @@ TEST_F(FabricFaults, LinkComesBackAndRateIsRestored)
                  std::runtime_error);
 }
 
+// Adaptive routing's merged spine port: on 4 single-GPU servers, 2 per leaf, 2 spines, each
+// leaf has one 200 Gb/s link of 2 cables to "spine0". Two 125 MB transfers 0 -> 2 and 1 -> 3
+// share leaf0's uplink bundle: NIC-bound at 100 Gb/s each, 10 ms + 6 us of route latency. A
+// fault on one cable takes its share of the bundle, not the bundle: one cable down leaves
+// 100 Gb/s for both (20 ms); one cable at 50 % leaves 150 Gb/s, 75 each (13.333 ms); spine 1
+// failing takes cable 1 of every bundle; both cables down is the bundle down (no path).
+TEST_F(FabricFaults, AdaptiveSpineBundleLosesOneCableAtATime)
+{
+    auto twoTransfersUs = [](std::initializer_list<std::string> downs,
+                             std::initializer_list<std::string> rates) {
+        gpusim::ClusterSpec spec = TwoSpines();
+        spec.routing = "adaptive";
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        Ptr<ClusterTopology> topo = cluster.BuildTopology();
+        Ptr<FlowBackend> net = CreateObject<FlowBackend>();
+        net->SetTopology(topo);
+        net->ScheduleFabricEvents(gpusim::ResolveFabricEvents(Items(downs, rates), *topo));
+        double last = -1;
+        for (uint32_t src : {0u, 1u})
+        {
+            net->StartTransfer(src + 1, src, src + 2, 125'000'000, 0,
+                               [&last](const TransferRecord& r) {
+                                   last = std::max(last, r.delivered.GetNanoSeconds() / 1e3);
+                               });
+        }
+        Simulator::Run();
+        Simulator::Destroy();
+        return last;
+    };
+    EXPECT_NEAR(twoTransfersUs({}, {}), 10006, 0.01);
+    EXPECT_NEAR(twoTransfersUs({"leaf0-spine1@0"}, {}), 20006, 0.01);
+    EXPECT_NEAR(twoTransfersUs({"leaf0-spine0@0"}, {}), 20006, 0.01);
+    EXPECT_NEAR(twoTransfersUs({"spine1@0"}, {}), 20006, 0.01);
+    EXPECT_NEAR(twoTransfersUs({}, {"leaf0-spine1=50%@0"}), 125e6 / 9.375e3 + 6, 0.01);
+    // Cable 1 back at 5 ms: 5 ms at 50 Gb/s (31.25 MB each), then 93.75 MB at 100 -> 12.5 ms.
+    EXPECT_NEAR(twoTransfersUs({"leaf0-spine1@0,up@5ms"}, {}), 12506, 0.01);
+    EXPECT_THROW(twoTransfersUs({"leaf0-spine0@0", "leaf0-spine1@0"}, {}), std::runtime_error);
+    EXPECT_THROW(twoTransfersUs({"leaf0-spine2@0"}, {}), std::runtime_error); // 2 cables only
+}
+
 // (e) A straggler: GPU 0's kernels starting at or after 50 us take twice as long. Rank 0 runs
 // two 100 us kernels back to back: the first starts before 50 us, the second after, so the
 // run grows by exactly 100 us.

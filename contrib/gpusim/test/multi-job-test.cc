@@ -9,14 +9,19 @@
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
+#include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/multi-job-helper.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
+#include "test-temp-dir.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <map>
 
 using namespace ns3;
@@ -304,4 +309,93 @@ TEST(MultiJob, ShortcutsNoticeTheOtherJobsTraffic)
     }
     EXPECT_GE(exact, 6u);
     EXPECT_TRUE(slowed); // the jobs did meet
+}
+
+namespace
+{
+
+const char* kTwoLeavesYaml = "servers: 4\ngpus_per_server: 1\nnics_per_server: 1\nnic_gbps: 100\n"
+                             "fabric: leaf-spine\nnics_per_leaf: 2\noversubscription: 2\n";
+
+/// Writes `text` as DIR/NAME and returns the path.
+std::string
+WriteFile(const TestTempDir& dir, const std::string& name, const std::string& text)
+{
+    const std::string path = dir.Path() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+int
+RunJobsCli(const std::string& scenario, std::string& out, std::string& err)
+{
+    std::ostringstream o, e;
+    const int code = ns3::gpusim::GpusimMain({"jobs", scenario}, o, e);
+    out = o.str();
+    err = e.str();
+    return code;
+}
+
+} // namespace
+
+TEST(MultiJob, CliRunsAScenarioFileAndReportsSharedLinks)
+{
+    // The YAML form of JobsSharingTheSpineUplinksSlowEachOtherByTheLinkShare: the same two
+    // 2-rank AllReduces of 256 MiB on GPUs 0, 2 and 1, 3 give the same 45320.2 us each (the
+    // command runs chunk level by default), and the fabric line names the 4 shared links.
+    TestTempDir tmp("multi-job-cli");
+    WriteFile(tmp, "cluster.yaml", kTwoLeavesYaml);
+    const std::string job = "    collective: allreduce\n    bytes: 256M\n    ranks: 2\n";
+    const std::string scenario =
+        WriteFile(tmp, "s.yaml",
+                  "cluster: cluster.yaml\njobs:\n  - name: a\n" + job +
+                      "    placement: 0,2\n  - name: b\n" + job + "    placement: 1,3\n");
+    std::string out, err;
+    ASSERT_EQ(RunJobsCli(scenario, out, err), 0) << err;
+    EXPECT_NE(out.find("# cluster: 4 servers x 1 GPUs"), std::string::npos) << out;
+    EXPECT_NE(out.find("\na                     2  0,2                0.0           1       "
+                       "45320.2"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("\nb                     2  1,3"), std::string::npos) << out;
+    EXPECT_NE(out.find("4 of them for more than one job; the busiest shared: "),
+              std::string::npos)
+        << out;
+}
+
+TEST(MultiJob, CliErrorsNameTheFileLineAndJob)
+{
+    TestTempDir tmp("multi-job-cli-bad");
+    WriteFile(tmp, "cluster.yaml", kTwoLeavesYaml);
+    const std::string job = "    collective: allreduce\n    bytes: 1M\n    ranks: 2\n";
+    struct Case
+    {
+        std::string scenario;
+        int code;
+        std::string error;
+    } cases[] = {
+        {"jobs:\n  - name: a\n" + job + "    placment: packed\n", 2,
+         "s.yaml:7:5: unknown key 'placment' in a job"},
+        {"jobs:\n  - name: a\n" + job + "    placement: 0,9\n", 2,
+         "job 'a': GPU 9 does not exist (the cluster has 4 GPUs, 0-3)"},
+        {"jobs:\n  - name: a\n" + job + "    placement: 0,1\n  - name: b\n" + job +
+             "    placement: 1,2\n",
+         2, "job 'b': GPU 1 is already used by job 'a'"},
+        {"jobs:\n  - name: a\n" + job + "  - name: a\n" + job, 2,
+         "job 'a': the name is used twice"},
+        {"jobs:\n  - name: a\n" + job + "    start: 5 ms\n", 2, "job 'a': start: bad time"},
+        {"jobs:\n  - name: a\n    collective: allreduce\n    ranks: 2\n", 2,
+         "a collective job needs 'bytes' and 'ranks'"},
+        {"jobs:\n  - name: a\n" + job + "    trace: x\n", 2,
+         "job 'a': give exactly one of trace, generate, collective"},
+        {"jobs: []\n", 2, "key 'jobs': a list of at least one job"},
+    };
+    for (const Case& c : cases)
+    {
+        const std::string scenario =
+            WriteFile(tmp, "s.yaml", "cluster: cluster.yaml\n" + c.scenario);
+        std::string out, err;
+        EXPECT_EQ(RunJobsCli(scenario, out, err), c.code) << c.scenario;
+        EXPECT_NE(err.find(c.error), std::string::npos) << c.scenario << "\n" << err;
+    }
 }

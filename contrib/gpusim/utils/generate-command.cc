@@ -18,9 +18,6 @@ namespace ns3
 namespace gpusim
 {
 
-namespace
-{
-
 const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "dp", "cp", "ep",
                                             "vpp", "micro-batch", "global-batch", "seq-length",
                                             "recompute", "recompute-layers", "bucket-params",
@@ -31,6 +28,9 @@ const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "tp-comm-overlap", "no-overlap-p2p-comm",
                                           "no-flash-attn",
                                           "no-cross-entropy-fusion", "fp8"};
+
+namespace
+{
 
 void
 PrintGenerateUsage(std::ostream& os)

@@ -23,6 +23,10 @@ namespace gpusim
 /// Exit code of an infeasible (out-of-memory) plan.
 constexpr int kExitOutOfMemory = 4;
 
+/// The valued options and flags ModelAndPlanFromOptions() reads.
+extern const std::set<std::string> kPlanOptions;
+extern const std::set<std::string> kPlanFlags;
+
 /// The model (--model NAME or --model-file YAML) and plan options of `gpusim generate`.
 /// `clusterGpus` is the cluster size (0: unknown), used for DP when --dp is not given.
 void ModelAndPlanFromOptions(const Options& o,

@@ -11,6 +11,7 @@
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-builder.h"
+#include "ns3/jobs-command.h"
 #include "ns3/json-writer.h"
 #include "ns3/packet-backend.h"
 #include "ns3/replay-command.h"
@@ -274,6 +275,7 @@ PrintUsage(std::ostream& os)
           "  validate     the NCCL model against published nccl-tests results\n"
           "  chakra       import/export Chakra execution traces (ASTRA-sim, MLCommons)\n"
           "  simai        import SimAI / AICB workload files as trace directories\n"
+          "  jobs         several jobs (traces, generated training, collectives) on one fabric\n"
           "  validate-training  'generate' against published training throughput\n"
           "  generate     an LLM training iteration (Megatron-style TP/PP/DP) from a model\n"
           "               and a plan: trace directory and/or direct simulation\n"
@@ -971,6 +973,10 @@ GpusimMain(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (cmd == "simai")
     {
         return SimaiCommand(rest, out, err);
+    }
+    if (cmd == "jobs")
+    {
+        return JobsCommand(rest, out, err);
     }
     if (cmd == "validate-training")
     {

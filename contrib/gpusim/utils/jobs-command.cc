@@ -1,0 +1,429 @@
+// gpusim jobs SCENARIO.yaml: several jobs on one fabric (doc/multi-job.md).
+#include "ns3/jobs-command.h"
+
+#include "ns3/byte-size.h"
+#include "ns3/cli-options.h"
+#include "ns3/fabric-event.h"
+#include "ns3/flow-backend.h"
+#include "ns3/json-writer.h"
+#include "ns3/generate-command.h"
+#include "ns3/gpu-cluster-helper.h"
+#include "ns3/gpusim-commands.h"
+#include "ns3/job-builder.h"
+#include "ns3/multi-job-helper.h"
+#include "ns3/record-command.h"
+#include "ns3/simulator.h"
+#include "ns3/training-generator.h"
+#include "ns3/yaml-fields.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace ns3
+{
+namespace gpusim
+{
+
+namespace
+{
+
+void
+PrintJobsUsage(std::ostream& os)
+{
+    os << "usage: gpusim jobs SCENARIO.yaml [--preset NAME | --cluster FILE] [cluster and NCCL\n"
+          "       options as for 'collective'] [--json FILE]\n"
+          "  SCENARIO.yaml:\n"
+          "    cluster: FILE.yaml        # optional, relative to the scenario; else the options\n"
+          "    jobs:\n"
+          "      - name: train\n"
+          "        generate: --model llama3-8b --tp 8 --dp 2 --global-batch 16\n"
+          "        placement: spread     # packed (default) | spread | random[:SEED] | 0-7,16\n"
+          "        start: 0              # s, ms, us or ns\n"
+          "      - name: bench\n"
+          "        collective: allreduce # with bytes, ranks, iterations (default 1)\n"
+          "        bytes: 256M\n"
+          "        ranks: 16\n"
+          "      - name: replay\n"
+          "        trace: DIR            # trace directory, Chakra ET or SimAI workload file\n"
+          "  --fidelity defaults to chunk: shortcuts assume a collective's links are its own,\n"
+          "  and another job's traffic starting mid-collective is what they cannot price\n"
+          "  (doc/multi-job.md). Exit code 3: a job did not finish.\n";
+}
+
+struct ScenarioJob
+{
+    std::string name;
+    JobPlacement placement;
+    Time start;
+    std::shared_ptr<const JobTrace> trace;
+    std::string what; //!< one line: what the job runs
+};
+
+/// "--model x --tp 8" -> an Options of the generate command's model and plan options.
+std::shared_ptr<const JobTrace>
+GenerateJob(const std::string& text, std::string& what)
+{
+    std::vector<std::string> args;
+    std::istringstream words(text);
+    for (std::string w; words >> w;)
+    {
+        args.push_back(w);
+    }
+    Options o(args, kPlanOptions, kPlanFlags);
+    if (!o.Positional().empty())
+    {
+        throw UsageError("unexpected '" + o.Positional().front() + "'");
+    }
+    ModelSpec model;
+    TrainingPlan plan;
+    ModelAndPlanFromOptions(o, 0, model, plan);
+    GeneratedTraining g = GenerateTraining(model, plan);
+    what = "generated " + model.name + ", " + std::to_string(plan.Gpus()) + " GPUs";
+    return g.job;
+}
+
+std::shared_ptr<const JobTrace>
+CollectiveJob(const YamlFieldReader& r, const YAML::Node& node, std::string& what)
+{
+    CollKind kind;
+    const std::string op = r.Scalar(node["collective"], "collective");
+    if (!ParseCollKind(op, kind) || kind == CollKind::Send || kind == CollKind::Recv)
+    {
+        r.Fail(node["collective"].Mark(),
+               "key 'collective': '" + op +
+                   "' is not a collective (allreduce, allgather, reducescatter, alltoall, "
+                   "broadcast, reduce)");
+    }
+    if (!node["bytes"] || !node["ranks"])
+    {
+        r.Fail(node.Mark(), "a collective job needs 'bytes' and 'ranks'");
+    }
+    uint64_t bytes = 0;
+    try
+    {
+        bytes = ParseByteSize(r.Scalar(node["bytes"], "bytes"));
+    }
+    catch (const std::exception& e)
+    {
+        r.Fail(node["bytes"].Mark(), std::string("key 'bytes': ") + e.what());
+    }
+    const uint32_t ranks = r.Unsigned(node["ranks"], "ranks");
+    const uint32_t iters = node["iterations"] ? r.Unsigned(node["iterations"], "iterations") : 1;
+    if (ranks < 1 || iters < 1)
+    {
+        r.Fail(node.Mark(), "'ranks' and 'iterations' must be at least 1");
+    }
+    JobBuilder b(ranks);
+    b.AllRanks().CommInit("world");
+    for (uint32_t i = 0; i < iters; ++i)
+    {
+        const std::string it = "iteration#" + std::to_string(i);
+        b.Marker(it, MarkerPhase::Begin).Collective(0, kind, "world", bytes).SyncDevice();
+        b.Marker(it, MarkerPhase::End);
+    }
+    what = op + " of " + FormatByteSize(bytes) + " x " + std::to_string(iters);
+    return b.BuildShared();
+}
+
+/// The directory part of `file` ("" or ending in '/').
+std::string
+DirOf(const std::string& file)
+{
+    const size_t slash = file.rfind('/');
+    return slash == std::string::npos ? "" : file.substr(0, slash + 1);
+}
+
+std::string
+Resolve(const std::string& base, const std::string& path)
+{
+    return path.empty() || path[0] == '/' ? path : base + path;
+}
+
+std::vector<ScenarioJob>
+ReadScenario(const std::string& file, std::string& clusterFile)
+{
+    YamlFieldReader r(file);
+    const YAML::Node root = r.Load(ReadYamlFile(file, "scenario"));
+    if (!root.IsMap())
+    {
+        r.Fail(root.Mark(), "a scenario is a mapping with 'jobs' (and optionally 'cluster')");
+    }
+    const std::string base = DirOf(file);
+    for (const auto& kv : root)
+    {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "jobs" && key != "cluster")
+        {
+            r.Fail(kv.first.Mark(), "unknown key '" + key + "' (jobs, cluster)");
+        }
+    }
+    if (root["cluster"])
+    {
+        clusterFile = Resolve(base, r.Scalar(root["cluster"], "cluster"));
+    }
+    const YAML::Node jobs = root["jobs"];
+    if (!jobs || !jobs.IsSequence() || jobs.size() == 0)
+    {
+        r.Fail(jobs ? jobs.Mark() : root.Mark(), "key 'jobs': a list of at least one job");
+    }
+    std::vector<ScenarioJob> out;
+    const std::set<std::string> keys = {"name",       "placement", "start",  "trace",
+                                        "generate",   "collective", "bytes", "ranks",
+                                        "iterations"};
+    for (const YAML::Node& node : jobs)
+    {
+        if (!node.IsMap())
+        {
+            r.Fail(node.Mark(), "a job is a mapping (name, placement, start and one of trace, "
+                                "generate, collective)");
+        }
+        for (const auto& kv : node)
+        {
+            const std::string key = kv.first.as<std::string>();
+            if (!keys.count(key))
+            {
+                r.Fail(kv.first.Mark(), "unknown key '" + key + "' in a job");
+            }
+        }
+        ScenarioJob j;
+        if (!node["name"])
+        {
+            r.Fail(node.Mark(), "a job needs a 'name'");
+        }
+        j.name = r.Scalar(node["name"], "name");
+        const int sources = int(bool(node["trace"])) + int(bool(node["generate"])) +
+                            int(bool(node["collective"]));
+        if (sources != 1)
+        {
+            r.Fail(node.Mark(), "job '" + j.name +
+                                    "': give exactly one of trace, generate, collective");
+        }
+        try
+        {
+            j.placement = JobPlacement::Parse(
+                node["placement"] ? r.Scalar(node["placement"], "placement") : "packed");
+        }
+        catch (const std::invalid_argument& e)
+        {
+            r.Fail(node["placement"].Mark(), "job '" + j.name + "': " + e.what());
+        }
+        try
+        {
+            j.start = node["start"] ? ParseEventTime(r.Scalar(node["start"], "start"), "start")
+                                    : Time(0);
+        }
+        catch (const std::invalid_argument& e)
+        {
+            r.Fail(node["start"].Mark(), "job '" + j.name + "': " + e.what());
+        }
+        if (node["trace"])
+        {
+            const std::string dir = Resolve(base, r.Scalar(node["trace"], "trace"));
+            std::string summary;
+            j.trace = LoadJobForSimulation(dir, true, QuerySyncPolicy::Wait, summary);
+            j.what = "trace " + dir;
+        }
+        else if (node["generate"])
+        {
+            try
+            {
+                j.trace = GenerateJob(r.Scalar(node["generate"], "generate"), j.what);
+            }
+            catch (const std::exception& e)
+            {
+                r.Fail(node["generate"].Mark(), "job '" + j.name + "': " + e.what());
+            }
+        }
+        else
+        {
+            j.trace = CollectiveJob(r, node, j.what);
+        }
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+void
+PrintReports(std::ostream& out, const std::vector<JobReport>& reports,
+             const std::vector<ScenarioJob>& jobs)
+{
+    out << "# job            ranks  placement     start_us  iterations  mean_iter_us   "
+           "max_iter_us  exposed_comm_us        end_us  status\n";
+    for (size_t k = 0; k < reports.size(); ++k)
+    {
+        const JobReport& r = reports[k];
+        double sum = 0;
+        double worst = 0;
+        double comm = 0;
+        for (const JobIteration& it : r.iterations)
+        {
+            const double us = (it.end - it.start).GetNanoSeconds() / 1e3;
+            sum += us;
+            worst = std::max(worst, us);
+            comm += it.exposedCommUs;
+        }
+        const size_t n = std::max<size_t>(1, r.iterations.size());
+        char line[320];
+        std::snprintf(line, sizeof(line),
+                      "%-16s %6zu  %-12s %9.1f  %10zu  %12.1f  %12.1f  %15.1f  %12.1f  %s\n",
+                      r.name.c_str(), r.gpus.size(), r.placement.substr(0, 12).c_str(),
+                      r.start.GetNanoSeconds() / 1e3, r.iterations.size(), sum / n, worst,
+                      comm / n, r.run.endTime.GetNanoSeconds() / 1e3,
+                      r.run.completed ? "done" : "NOT FINISHED");
+        out << line;
+        out << "#   " << r.name << ": " << jobs[k].what << "\n";
+    }
+}
+
+} // namespace
+
+int
+JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    std::set<std::string> valued = {"json"};
+    valued.insert(kClusterOptions.begin(), kClusterOptions.end());
+    valued.insert(kNcclOptions.begin(), kNcclOptions.end());
+    try
+    {
+        Options o(args, valued, {"help"});
+        if (o.Has("help") || o.Positional().size() != 1)
+        {
+            PrintJobsUsage(o.Has("help") ? out : err);
+            return o.Has("help") ? 0 : 1;
+        }
+        const std::string file = o.Positional().front();
+        std::string clusterFile;
+        const std::vector<ScenarioJob> jobs = ReadScenario(file, clusterFile);
+        uint32_t ranks = 0;
+        for (const ScenarioJob& j : jobs)
+        {
+            ranks += static_cast<uint32_t>(j.trace->ranks.size());
+        }
+        Options withCluster = o;
+        if (!clusterFile.empty() && !o.Has("cluster") && !o.Has("preset"))
+        {
+            std::vector<std::string> a = args;
+            a.push_back("--cluster");
+            a.push_back(clusterFile);
+            withCluster = Options(a, valued, {"help"});
+        }
+        // The cluster as described (a fabric larger than the jobs leaves room to place them),
+        // grown to hold every job only when no server count was given.
+        ClusterSpec spec = SpecFromOptions(withCluster, 0);
+        if (!withCluster.Has("servers") && spec.TotalGpus() < ranks)
+        {
+            spec = SpecFromOptions(withCluster, ranks);
+        }
+        GpuClusterHelper cluster;
+        cluster.SetSpec(spec);
+        NodeContainer gpus = cluster.Create();
+        Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
+        GpuWorkloadHelper helper;
+        helper.SetBackend(backend);
+        ConfigureNccl(o, helper, "chunk");
+        MultiJobHelper scenario(gpus, cluster.GetTopology());
+        for (const ScenarioJob& j : jobs)
+        {
+            scenario.AddJob(j.name, j.trace, j.placement, j.start);
+        }
+        scenario.Install(helper);
+        Simulator::Run();
+        const std::vector<JobReport> reports = scenario.Reports();
+        out << "# gpusim jobs: " << jobs.size() << " jobs, " << ranks << " ranks from " << file
+            << "\n# cluster: " << DescribeCluster(spec) << "\n";
+        PrintReports(out, reports, jobs);
+        const std::vector<MultiJobHelper::LinkUse> use = scenario.FabricUse(backend);
+        uint32_t shared = 0;
+        const MultiJobHelper::LinkUse* busiest = nullptr;
+        double busiestBytes = 0;
+        for (const auto& u : use)
+        {
+            if (u.Jobs() < 2)
+            {
+                continue;
+            }
+            ++shared;
+            double total = 0;
+            for (double b : u.bytes)
+            {
+                total += b;
+            }
+            if (total > busiestBytes)
+            {
+                busiestBytes = total;
+                busiest = &u;
+            }
+        }
+        if (DynamicCast<FlowBackend>(backend))
+        {
+            out << "# fabric: " << use.size() << " NIC and switch links carried bytes, "
+                << shared << " of them for more than one job";
+            if (busiest)
+            {
+                out << "; the busiest shared: " << busiest->name << " (";
+                bool first = true;
+                for (size_t k = 0; k < busiest->bytes.size(); ++k)
+                {
+                    if (busiest->bytes[k] > 0)
+                    {
+                        out << (first ? "" : ", ") << reports[k].name << " "
+                            << FormatByteSize(static_cast<uint64_t>(busiest->bytes[k]));
+                        first = false;
+                    }
+                }
+                out << ")";
+            }
+            out << "\n";
+        }
+        else
+        {
+            out << "# fabric: per-job link use is reported on the flow backend only\n";
+        }
+        int code = 0;
+        for (const JobReport& r : reports)
+        {
+            for (const std::string& e : r.run.errors)
+            {
+                err << "gpusim jobs: job '" << r.name << "': device error: " << e << "\n";
+            }
+            if (!r.run.completed)
+            {
+                err << "gpusim jobs: job '" << r.name
+                    << "' stopped with work still waiting:\n"
+                    << r.run.stuck;
+                code = 3;
+            }
+        }
+        if (o.Has("json"))
+        {
+            WriteFileAtomically(o.Get("json", ""), scenario.ReportJson(backend) + "\n");
+        }
+        for (uint32_t k = 0; k < scenario.GetNJobs(); ++k)
+        {
+            scenario.GetWorkload(k)->Dispose();
+        }
+        Simulator::Destroy();
+        return code;
+    }
+    catch (const UsageError& e)
+    {
+        err << "gpusim jobs: " << e.what() << "\n";
+        PrintJobsUsage(err);
+        Simulator::Destroy();
+        return 1;
+    }
+    catch (const std::exception& e)
+    {
+        err << "gpusim jobs: error: " << e.what() << "\n";
+        Simulator::Destroy();
+        return 2;
+    }
+}
+
+} // namespace gpusim
+} // namespace ns3
