@@ -468,9 +468,16 @@ FlowBackend::Start(uint64_t id,
         }
         catch (const std::runtime_error& e)
         {
+            // No path now: it waits (as a transport retries) and fails after the transport
+            // timeout unless a link comes back first.
             ++m_started;
             m_startedTrace(rec);
-            FailTransfer(rec, std::string(e.what()) + "; links down: " + DownLinksText());
+            if (m_history)
+            {
+                m_history->OnStart(rec, flowKey);
+            }
+            m_stalled.push_back({rec, flowKey, double(bytes), std::move(done)});
+            NoPathLeft(rec, std::string(e.what()) + "; links down: " + DownLinksText());
             return;
         }
         if (bytes > 0 && CrossesDownLink(found->links))
@@ -1409,14 +1416,25 @@ FlowBackend::ApplyFabricEvent(const gpusim::FabricEvent& event)
         waiting.swap(m_stalled);
         for (Stalled& st : waiting)
         {
-            const CachedRoute& route = LookupRoute(st.rec.srcGpu, st.rec.dstGpu, st.flowKey);
-            if (CrossesDownLink(route.links))
+            const CachedRoute* route = nullptr;
+            try
+            {
+                route = &LookupRoute(st.rec.srcGpu, st.rec.dstGpu, st.flowKey);
+            }
+            catch (const std::runtime_error&)
+            {
+                // Still no path in the routing's view: the convergence after this event
+                // finds one (its transport timeout is running meanwhile).
+                m_stalled.push_back(std::move(st));
+                continue;
+            }
+            if (CrossesDownLink(route->links))
             {
                 m_stalled.push_back(std::move(st));
                 continue;
             }
             const uint32_t slot =
-                AddFlow(st.rec, st.flowKey, route, st.remaining, std::move(st.done));
+                AddFlow(st.rec, st.flowKey, *route, st.remaining, std::move(st.done));
             m_flows[slot].resumed = true;
         }
         break;
@@ -1464,12 +1482,10 @@ FlowBackend::ConvergeRouting()
         }
         catch (const std::runtime_error& e)
         {
-            // The ones not looked at yet stay listed as in flight.
-            m_stalled.insert(m_stalled.end(),
-                             std::make_move_iterator(waiting.begin() + i + 1),
-                             std::make_move_iterator(waiting.end()));
-            FailTransfer(st.rec, std::string(e.what()) + "; links down: " + DownLinksText());
-            return;
+            // No path: it keeps waiting until a link comes back or the transport gives up.
+            NoPathLeft(st.rec, std::string(e.what()) + "; links down: " + DownLinksText());
+            m_stalled.push_back(std::move(st));
+            continue;
         }
         if (CrossesDownLink(route->links))
         {

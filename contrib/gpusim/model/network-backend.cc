@@ -26,6 +26,17 @@ NetworkBackend::GetTypeId()
         TypeId("ns3::NetworkBackend")
             .SetParent<Object>()
             .SetGroupName("Gpusim")
+            .AddAttribute("TransportTimeout",
+                          "How long a transfer with no path left keeps retrying before it "
+                          "fails (the job then aborts, as NCCL does on ncclRemoteError). "
+                          "Default: NCCL's InfiniBand transport with its defaults "
+                          "NCCL_IB_TIMEOUT=20 and NCCL_IB_RETRY_CNT=7: the queue pair gives up "
+                          "after 7 retries of 4.096 us x 2^20 = 4.29 s each, 8 x 4.29 s = "
+                          "34.4 s. A path back within it (a link that comes up again) resumes "
+                          "the transfer.",
+                          TimeValue(MicroSeconds(4.096 * 1048576 * 8)),
+                          MakeTimeAccessor(&NetworkBackend::m_transportTimeout),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("RoutingConvergence",
                           "After a link goes down (or comes back up), how long until routing "
                           "avoids it (uses it again); transfers routed over a dead link make "
@@ -218,6 +229,49 @@ NetworkBackend::FailTransfer(const TransferRecord& rec, const std::string& why)
                                  std::to_string(rec.dstGpu) + " failed: " + why);
     }
     m_failed(rec, why);
+}
+
+void
+NetworkBackend::NoPathLeft(const TransferRecord& rec, const std::string& why)
+{
+    NS_LOG_FUNCTION(this << rec.id << why);
+    if (m_watched.empty())
+    {
+        Ptr<NetworkBackend> self(this);
+        Simulator::ScheduleDestroy([self]() { self->m_watched.clear(); });
+    }
+    if (!m_watched.insert(rec.id).second)
+    {
+        return; // its timeout is already running
+    }
+    Simulator::Schedule(m_transportTimeout, &NetworkBackend::CheckNoPath, this, rec, why);
+}
+
+void
+NetworkBackend::CheckNoPath(TransferRecord rec, std::string why)
+{
+    m_watched.erase(rec.id);
+    bool inFlight = false;
+    for (const TransferRecord& r : InFlight())
+    {
+        inFlight = inFlight || r.id == rec.id;
+    }
+    if (!inFlight)
+    {
+        return; // delivered after all
+    }
+    std::vector<uint32_t> route;
+    try
+    {
+        GetTopology()->RouteAvoiding(rec.srcGpu, rec.dstGpu, 0, RouteDown(), route);
+        // A path is back; the routing (or its convergence, still to come) moves it on.
+        return;
+    }
+    catch (const std::runtime_error&)
+    {
+    }
+    FailTransfer(rec, why + "; no path for the transport timeout of " +
+                          std::to_string(m_transportTimeout.GetSeconds()) + " s");
 }
 
 const std::vector<uint8_t>&

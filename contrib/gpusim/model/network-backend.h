@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 namespace ns3
@@ -124,6 +125,9 @@ class NetworkBackend : public Object
     virtual void ConvergeRouting();
     /// Reports a transfer that cannot complete (the callback, or std::runtime_error).
     void FailTransfer(const TransferRecord& rec, const std::string& why);
+    /// A transfer found no path (links down): it fails after TransportTimeout unless by then
+    /// it was delivered or a path is back (the backend keeps it waiting meanwhile).
+    void NoPathLeft(const TransferRecord& rec, const std::string& why);
     /// Routes avoid these links (per directed link; empty until events are scheduled).
     const std::vector<uint8_t>& RouteDown() const;
     /// Some link is down in the routing's view.
@@ -132,6 +136,9 @@ class NetworkBackend : public Object
 
   private:
     void OnFabricEvent(size_t index);
+    void CheckNoPath(TransferRecord rec, std::string why);
+    Time m_transportTimeout;            //!< TransportTimeout attribute
+    std::set<uint64_t> m_watched;       //!< transfers whose NoPathLeft timeout runs
     uint32_t m_owners = 0; //!< AcquireOwner calls in this simulation
     void OnConverged();
 

@@ -119,7 +119,7 @@ PacketBackend::ConvergeRouting()
     {
         return;
     }
-    // In-flight transfers between hosts no longer connected can never complete.
+    // In-flight transfers between hosts no longer connected wait for a path or time out.
     std::vector<uint64_t> ids;
     for (const auto& [id, p] : m_pending)
     {
@@ -136,8 +136,9 @@ PacketBackend::ConvergeRouting()
         }
         catch (const std::runtime_error& e)
         {
-            FailTransfer(rec, std::string(e.what()) + "; links down: " + DownLinksText());
-            return;
+            // The transport keeps retrying; it fails after the transport timeout unless a
+            // link comes back first.
+            NoPathLeft(rec, std::string(e.what()) + "; links down: " + DownLinksText());
         }
     }
 }

@@ -478,8 +478,9 @@ PacketBackend::StartTransfer(uint64_t id,
         }
         catch (const std::runtime_error& e)
         {
-            FailTransfer(rec, std::string(e.what()) + "; links down: " + DownLinksText());
-            return;
+            // Started all the same: the transport retries into the void until a link comes
+            // back or the transport timeout fails it.
+            NoPathLeft(rec, std::string(e.what()) + "; links down: " + DownLinksText());
         }
     }
     if (!pair.packet)

@@ -170,17 +170,31 @@ TEST_F(FabricFaults, SpineLinkDownMidAllReduceReroutesAfterConvergence)
     EXPECT_GT(failed.leafUpBytes[other == "spine0" ? 0 : 1], 0);
 }
 
-// (b) The only NIC link of GPU 1 goes down mid-AllReduce: no path is left, the run stops
-// with an NCCL-style error naming the collective, the ranks and the dead link.
-TEST_F(FabricFaults, OnlyNicLinkDownFailsTheJob)
+// (b) The only NIC link of GPU 1 goes down mid-AllReduce: no path is left. As NCCL's IB
+// transport, the transfers keep retrying for the transport timeout (default 8 x 4.096 us x
+// 2^20 = 34.36 s, NCCL_IB_RETRY_CNT 7 and NCCL_IB_TIMEOUT 20); then the run stops with an
+// NCCL-style error naming the collective, the ranks and the dead link. A link back within the
+// timeout resumes the collective instead.
+struct NicDownRun
+{
+    RunReport report;
+    Time stopped;
+};
+
+NicDownRun
+AllReduceWithNicDown(const std::string& item, Time timeout)
 {
     gpusim::ClusterSpec spec = FlatSpec(2, 100);
-    spec.fabricEvents = gpusim::ParseLinkDown("s1/nic0-switch0@1ms");
+    spec.fabricEvents = gpusim::ParseLinkDown(item);
     GpuClusterHelper cluster;
     cluster.SetSpec(spec);
     NodeContainer gpus = cluster.Create();
     Ptr<FlowBackend> net = CreateObject<FlowBackend>();
     net->SetTopology(cluster.GetTopology());
+    if (!timeout.IsZero())
+    {
+        net->SetAttribute("TransportTimeout", TimeValue(timeout));
+    }
     JobBuilder job(2);
     job.AllRanks().CommInit("world").Collective(1, CollKind::AllReduce, "world", 100'000'000,
                                                 gpusim::DataType::F32, 0);
@@ -189,17 +203,36 @@ TEST_F(FabricFaults, OnlyNicLinkDownFailsTheJob)
     h.SetBackend(net);
     Ptr<GpuWorkload> w = h.Install(job.BuildShared(), gpus);
     Simulator::Run(); // returns: the failure stops the run
-    const RunReport rep = w->Check();
-    EXPECT_EQ(Simulator::Now(), MilliSeconds(1)); // convergence 0: detected at once
-    EXPECT_FALSE(rep.completed);
-    ASSERT_EQ(rep.errors.size(), 1u);
-    const std::string& e = rep.errors[0];
+    NicDownRun r{w->Check(), Simulator::Now()};
+    w->Dispose();
+    Simulator::Destroy();
+    return r;
+}
+
+TEST_F(FabricFaults, OnlyNicLinkDownFailsTheJobAfterTheTransportTimeout)
+{
+    const NicDownRun dead = AllReduceWithNicDown("s1/nic0-switch0@1ms", Time(0));
+    EXPECT_EQ(dead.stopped, MilliSeconds(1) + MicroSeconds(4.096 * 1048576 * 8));
+    EXPECT_FALSE(dead.report.completed);
+    ASSERT_EQ(dead.report.errors.size(), 1u);
+    const std::string& e = dead.report.errors[0];
     EXPECT_NE(e.find("ncclRemoteError"), std::string::npos) << e;
     EXPECT_NE(e.find("s1/nic0-switch0"), std::string::npos) << e;
     EXPECT_NE(e.find("allreduce"), std::string::npos) << e;
     EXPECT_NE(e.find("communicator world"), std::string::npos) << e;
     EXPECT_NE(e.find("(GPU 1)"), std::string::npos) << e;
-    w->Dispose();
+    EXPECT_NE(e.find("transport timeout of 34.3597"), std::string::npos) << e;
+    // A shorter timeout fails sooner.
+    EXPECT_EQ(AllReduceWithNicDown("s1/nic0-switch0@1ms", MilliSeconds(2)).stopped,
+              MilliSeconds(3));
+    // Back at 2.5 ms, within the timeout: the transfers resume and the job completes, 1.5 ms
+    // later than without the failure.
+    const NicDownRun flap = AllReduceWithNicDown("s1/nic0-switch0@1ms,up@2.5ms", MilliSeconds(2));
+    const NicDownRun intact = AllReduceWithNicDown("s1/nic0-switch0@1s,up@2s", Time(0));
+    EXPECT_TRUE(flap.report.completed);
+    EXPECT_TRUE(intact.report.completed);
+    EXPECT_TRUE(flap.report.errors.empty());
+    EXPECT_EQ(flap.report.endTime, intact.report.endTime + MicroSeconds(1500));
 }
 
 // (c) The bottleneck at half rate from t = 0: 125 MB take 20 ms instead of 10 ms (plus the
