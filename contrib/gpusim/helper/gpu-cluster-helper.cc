@@ -138,7 +138,7 @@ AddLeafSpine(const Ptr<ClusterTopology>& topo, const gpusim::ClusterSpec& s,
             topo->AddDuplexLink(nicVertex[j], leaves[leaf], nicBps, lat, TopoLinkKind::Nic);
         }
     }
-    if (s.routing == "adaptive" && nSpines > 0)
+    if (s.routing == "adaptive" && s.mergeAdaptiveSpines && nSpines > 0)
     {
         // Adaptive routing sends each packet to the least loaded of the equal uplinks, so the
         // spines share every flow: the spine layer acts as one switch whose port to each
@@ -273,7 +273,7 @@ GpuClusterHelper::BuildTopology() const
         AddFatTree(topo, s, nicVertex, desc);
     }
     topo->SetDescription(desc.str());
-    topo->SetRouting(s.routing == "dmodk" ? "dmodk" : "ecmp");
+    topo->SetRouting(s.routing);
     topo->SetNcclCalibration(s.nccl);
     if (!s.fabricEvents.empty())
     {

@@ -234,9 +234,11 @@ ValidateClusterSpec(const ClusterSpec& s)
     {
         fail("oversubscription must be >= 1");
     }
-    if (s.routing != "ecmp" && s.routing != "dmodk" && s.routing != "adaptive")
+    if (s.routing != "ecmp" && s.routing != "dmodk" && s.routing != "spray" &&
+        s.routing != "spray-rr" && s.routing != "flowlet" && s.routing != "adaptive")
     {
-        fail("unknown routing '" + s.routing + "' (ecmp, dmodk, adaptive)");
+        fail("unknown routing '" + s.routing +
+             "' (ecmp, dmodk, spray, spray-rr, flowlet, adaptive)");
     }
     if (s.nicsPerLeaf == 0)
     {
@@ -320,6 +322,8 @@ class SpecReader : public YamlFieldReader
             {"oversubscription", [&](auto& v, auto& k) { spec.oversubscription = Number(v, k); }},
             {"nicsperleaf", [&](auto& v, auto& k) { spec.nicsPerLeaf = Unsigned(v, k); }},
             {"routing", [&](auto& v, auto& k) { spec.routing = Scalar(v, k); }},
+            {"mergeadaptivespines",
+             [&](auto& v, auto& k) { spec.mergeAdaptiveSpines = Boolean(v, k); }},
             {"linklatencyus", [&](auto& v, auto& k) { spec.linkLatencyUs = Number(v, k); }},
             {"nvlinklatencyus", [&](auto& v, auto& k) { spec.nvlinkLatencyUs = Number(v, k); }},
             {"nvlinkefficiency",
@@ -353,7 +357,7 @@ class SpecReader : public YamlFieldReader
                      "unknown key '" + key +
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
                          "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, "
-                         "linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
+                         "mergeAdaptiveSpines, linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
                          "nvlsEfficiency, faults)");
             }
         }

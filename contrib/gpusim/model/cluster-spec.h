@@ -33,10 +33,17 @@ struct ClusterSpec
     double oversubscription = 1; //!< leaf downlink : uplink capacity ratio (leaf-spine, rail)
     uint32_t nicsPerLeaf = 32;   //!< leaf/edge downlinks (leaf-spine; rail: servers per rail leaf)
     /// Uplink choice among equal-cost paths: "ecmp" (per-flow hash), "dmodk" (destination mod
-    /// k, InfiniBand fat-tree routing; ClusterTopology::SetRouting) or "adaptive" (adaptive
-    /// routing / spraying: leaf-spine and rail fabrics get one spine port per leaf carrying all
-    /// of the leaf's uplink capacity).
+    /// k, InfiniBand fat-tree routing; ClusterTopology::SetRouting), "spray" (per-packet
+    /// random), "spray-rr" (per-packet round-robin), "flowlet" (per flowlet) or "adaptive"
+    /// (per packet to the least-loaded egress). The packet backend routes every packet so
+    /// (EcmpFlowRouting); the flow backend splits each transfer equally over the equal-cost
+    /// paths for spray, spray-rr and flowlet, and models adaptive by merged spines (below).
     std::string routing = "ecmp";
+    /// routing "adaptive" on leaf-spine and rail fabrics: true builds one spine port per leaf
+    /// carrying all of the leaf's uplink capacity (the flow backend's model of adaptive
+    /// routing); false builds the real spines, as the packet backend needs to route each
+    /// packet over them (the CLI sets false for --backend packet).
+    bool mergeAdaptiveSpines = true;
     double linkLatencyUs = 1.0;  //!< per fabric/NIC hop (incl. GPU<->NIC) propagation+switching
     double nvlinkLatencyUs = 0.5; //!< per NVLink hop (GPU<->NVSwitch)
     /// The NCCL model's per-generation numbers (achievable link efficiencies, NVLS, protocol

@@ -2,6 +2,7 @@
 
 #include "ns3/log.h"
 
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -198,11 +199,100 @@ ClusterTopology::SetDescription(const std::string& d)
 void
 ClusterTopology::SetRouting(const std::string& routing)
 {
-    if (routing != "ecmp" && routing != "dmodk")
+    if (routing != "ecmp" && routing != "dmodk" && routing != "spray" && routing != "spray-rr" &&
+        routing != "flowlet" && routing != "adaptive")
     {
-        throw std::invalid_argument("unknown routing '" + routing + "' (ecmp, dmodk)");
+        throw std::invalid_argument("unknown routing '" + routing +
+                                    "' (ecmp, dmodk, spray, spray-rr, flowlet, adaptive)");
     }
     m_dmodk = routing == "dmodk";
+    m_routing = routing;
+}
+
+const std::string&
+ClusterTopology::GetRouting() const
+{
+    return m_routing;
+}
+
+std::vector<std::vector<uint32_t>>
+ClusterTopology::EqualCostRoutes(uint32_t srcGpu, uint32_t dstGpu, uint32_t maxPaths) const
+{
+    std::vector<std::vector<uint32_t>> out(1);
+    RouteInto(srcGpu, dstGpu, HashFlow(0, srcGpu, dstGpu), out[0]);
+    const std::vector<uint32_t>& base = out[0];
+    if (base.empty() || IsSwitchEndpoint(srcGpu) || IsSwitchEndpoint(dstGpu) ||
+        m_gpuServer[srcGpu] == m_gpuServer[dstGpu] || maxPaths < 2)
+    {
+        return out;
+    }
+    const uint32_t srcNic = m_gpuNic[srcGpu];
+    const uint32_t dstNic = m_gpuNic[dstGpu];
+    if (srcNic == dstNic)
+    {
+        return out;
+    }
+    // The fabric part of the base route: from the link leaving srcNic to the one entering
+    // dstNic; its last switch (`entry`) is where every enumerated path ends before dstNic.
+    size_t first = base.size();
+    size_t last = base.size();
+    for (size_t i = 0; i < base.size(); ++i)
+    {
+        if (first == base.size() && m_links[base[i]].from == srcNic)
+        {
+            first = i;
+        }
+        if (m_links[base[i]].to == dstNic)
+        {
+            last = i;
+        }
+    }
+    if (first == base.size() || last == base.size() || last <= first)
+    {
+        return out;
+    }
+    const uint32_t entry = m_links[base[last]].from;
+    const std::vector<uint32_t>& dist = DistancesTo(entry);
+    const std::vector<uint32_t> prefix(base.begin(), base.begin() + first);
+    const std::vector<uint32_t> suffix(base.begin() + last, base.end());
+    std::vector<std::vector<uint32_t>> paths;
+    std::vector<uint32_t> stack;
+    // Depth first over the links one hop closer to `entry` (only switches forward).
+    std::function<void(uint32_t)> walk = [&](uint32_t cur) {
+        if (paths.size() >= maxPaths)
+        {
+            return;
+        }
+        if (cur == entry)
+        {
+            std::vector<uint32_t> r = prefix;
+            r.insert(r.end(), stack.begin(), stack.end());
+            r.insert(r.end(), suffix.begin(), suffix.end());
+            paths.push_back(std::move(r));
+            return;
+        }
+        for (uint32_t l : m_out[cur])
+        {
+            const uint32_t v = m_links[l].to;
+            const bool forwards = m_vertices[v].type == TopoVertexType::Switch;
+            if (forwards && dist[v] != kUnset && dist[v] + 1 == dist[cur])
+            {
+                stack.push_back(l);
+                walk(v);
+                stack.pop_back();
+            }
+        }
+    };
+    if (dist[srcNic] == kUnset)
+    {
+        return out;
+    }
+    walk(srcNic);
+    if (paths.empty())
+    {
+        return out;
+    }
+    return paths;
 }
 
 void

@@ -74,10 +74,15 @@ class ClusterTopology : public Object
     /// How a switch picks among equal-cost uplinks: "ecmp" (per-flow hash, Ethernet ECMP) or
     /// "dmodk" (destination-mod-k, InfiniBand's fat-tree routing: the destination NIC's
     /// position under its leaf picks the uplink, so no two destinations under one leaf share a
-    /// spine downlink). Throws std::invalid_argument for anything else.
+    /// spine downlink). The load-balancing names "spray", "spray-rr", "flowlet" and "adaptive"
+    /// are kept for the backends (GetRouting: per-packet choices in the packet backend,
+    /// splitting in the flow backend); Route() itself then hashes per flow as with "ecmp".
+    /// Throws std::invalid_argument for anything else.
     void SetRouting(const std::string& routing);
     /// Marks a duplex link (either direction's id) as a bundle of `cables` parallel cables.
     void SetCables(uint32_t link, uint32_t cables);
+    /// The name given to SetRouting ("ecmp" by default).
+    const std::string& GetRouting() const;
     /// The NCCL model's calibration for this cluster (GpuClusterHelper copies the spec's).
     void SetNcclCalibration(const gpusim::NcclCalibration& c);
     const gpusim::NcclCalibration& GetNcclCalibration() const;
@@ -127,6 +132,14 @@ class ClusterTopology : public Object
                        uint64_t flowHash,
                        const std::vector<uint8_t>& down,
                        std::vector<uint32_t>& route) const;
+
+    /// Every shortest fabric path from srcGpu's NIC to dstGpu's NIC (through the switch by which
+    /// Route() enters the destination NIC), as complete routes like Route()'s, at most
+    /// `maxPaths` of them, in a deterministic order (depth first, links in id order). One
+    /// route (Route()'s) for GPUs of one server, NVSwitch endpoints or a NIC shared by both.
+    std::vector<std::vector<uint32_t>> EqualCostRoutes(uint32_t srcGpu,
+                                                       uint32_t dstGpu,
+                                                       uint32_t maxPaths = 64) const;
 
     /// The fabric's scheduled failures and degradations (GpuClusterHelper resolves the spec's;
     /// GpuWorkload hands them to its backend). Empty: nothing ever fails.
@@ -180,6 +193,7 @@ class ClusterTopology : public Object
     uint32_t m_nServers = 0;
     std::string m_description;
     bool m_dmodk = false; //!< SetRouting("dmodk")
+    std::string m_routing = "ecmp"; //!< SetRouting's name
     gpusim::NcclCalibration m_nccl;
     std::vector<gpusim::FabricEvent> m_fabricEvents; //!< SetFabricEvents
     Time m_convergence = Time(-1);                    //!< SetRoutingConvergence

@@ -1,5 +1,6 @@
 #include "ns3/ecmp-flow-routing.h"
 
+#include "ns3/enum.h"
 #include "ns3/ipv4-header.h"
 #include "ns3/ipv4.h"
 #include "ns3/log.h"
@@ -7,8 +8,14 @@
 #include "ns3/node.h"
 #include "ns3/output-stream-wrapper.h"
 #include "ns3/packet.h"
+#include "ns3/point-to-point-net-device.h"
+#include "ns3/queue-disc.h"
+#include "ns3/queue.h"
+#include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
+#include "ns3/traffic-control-layer.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -44,6 +51,41 @@ EcmpFlowRouting::GetTypeId()
             .SetParent<Ipv4RoutingProtocol>()
             .SetGroupName("Gpusim")
             .AddConstructor<EcmpFlowRouting>()
+            .AddAttribute("Mode",
+                          "How a packet picks among the equal-cost next hops: ecmp (per-flow "
+                          "5-tuple hash), dmodk (destination mod k), spray (per-packet random), "
+                          "spray-rr (per-packet round-robin), flowlet (per flowlet, see "
+                          "FlowletGap and FlowletPick), adaptive (per packet, fewest queued "
+                          "bytes at the egress)",
+                          EnumValue(EcmpFlowRouting::ECMP),
+                          MakeEnumAccessor(&EcmpFlowRouting::m_mode),
+                          MakeEnumChecker(EcmpFlowRouting::ECMP,
+                                          "ecmp",
+                                          EcmpFlowRouting::DMODK,
+                                          "dmodk",
+                                          EcmpFlowRouting::SPRAY,
+                                          "spray",
+                                          EcmpFlowRouting::SPRAY_RR,
+                                          "spray-rr",
+                                          EcmpFlowRouting::FLOWLET,
+                                          "flowlet",
+                                          EcmpFlowRouting::ADAPTIVE,
+                                          "adaptive"))
+            .AddAttribute("FlowletGap",
+                          "Flowlet mode: a gap between two packets of a flow at least this "
+                          "long starts a new flowlet, which may take another next hop",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&EcmpFlowRouting::m_flowletGap),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("FlowletPick",
+                          "Flowlet mode: next hop of a new flowlet, random (LetFlow) or "
+                          "least-loaded (fewest queued bytes)",
+                          EnumValue(EcmpFlowRouting::FLOWLET_RANDOM),
+                          MakeEnumAccessor(&EcmpFlowRouting::m_flowletPick),
+                          MakeEnumChecker(EcmpFlowRouting::FLOWLET_RANDOM,
+                                          "random",
+                                          EcmpFlowRouting::FLOWLET_LEAST_LOADED,
+                                          "least-loaded"))
             .AddTraceSource("PathChoice",
                             "A packet was routed: (output interface, IPv4 header, sport, dport)",
                             MakeTraceSourceAccessor(&EcmpFlowRouting::m_pathChoice),
@@ -55,6 +97,170 @@ EcmpFlowRouting::EcmpFlowRouting() = default;
 
 EcmpFlowRouting::~EcmpFlowRouting() = default;
 
+EcmpFlowRouting::Mode
+EcmpFlowRouting::ParseMode(const std::string& name)
+{
+    static const std::pair<const char*, Mode> kModes[] = {{"ecmp", ECMP},
+                                                          {"dmodk", DMODK},
+                                                          {"spray", SPRAY},
+                                                          {"spray-rr", SPRAY_RR},
+                                                          {"flowlet", FLOWLET},
+                                                          {"adaptive", ADAPTIVE}};
+    for (const auto& [n, m] : kModes)
+    {
+        if (name == n)
+        {
+            return m;
+        }
+    }
+    throw std::invalid_argument("unknown routing '" + name + "' (known: " + KnownModes() + ")");
+}
+
+std::string
+EcmpFlowRouting::ModeName(Mode mode)
+{
+    switch (mode)
+    {
+    case ECMP:
+        return "ecmp";
+    case DMODK:
+        return "dmodk";
+    case SPRAY:
+        return "spray";
+    case SPRAY_RR:
+        return "spray-rr";
+    case FLOWLET:
+        return "flowlet";
+    case ADAPTIVE:
+        return "adaptive";
+    }
+    return "?";
+}
+
+std::string
+EcmpFlowRouting::KnownModes()
+{
+    return "ecmp, dmodk, spray, spray-rr, flowlet, adaptive";
+}
+
+void
+EcmpFlowRouting::SetMode(Mode mode)
+{
+    m_mode = mode;
+}
+
+EcmpFlowRouting::Mode
+EcmpFlowRouting::GetMode() const
+{
+    return m_mode;
+}
+
+uint64_t
+EcmpFlowRouting::GetFlowletCount() const
+{
+    return m_nFlowlets;
+}
+
+uint32_t
+EcmpFlowRouting::QueuedBytes(uint32_t interface)
+{
+    if (interface >= m_egressResolved.size())
+    {
+        m_egressResolved.resize(interface + 1, false);
+        m_egressQdisc.resize(interface + 1);
+        m_egressQueue.resize(interface + 1);
+    }
+    if (!m_egressResolved[interface])
+    {
+        m_egressResolved[interface] = true;
+        Ptr<NetDevice> dev = m_ipv4->GetNetDevice(interface);
+        Ptr<TrafficControlLayer> tc = m_ipv4->GetObject<Node>()->GetObject<TrafficControlLayer>();
+        if (tc)
+        {
+            m_egressQdisc[interface] = tc->GetRootQueueDiscOnDevice(dev);
+        }
+        if (Ptr<PointToPointNetDevice> p2p = DynamicCast<PointToPointNetDevice>(dev))
+        {
+            m_egressQueue[interface] = p2p->GetQueue();
+        }
+    }
+    uint32_t bytes = 0;
+    if (m_egressQdisc[interface])
+    {
+        bytes += m_egressQdisc[interface]->GetNBytes();
+    }
+    if (m_egressQueue[interface])
+    {
+        bytes += m_egressQueue[interface]->GetNBytes();
+    }
+    return bytes;
+}
+
+uint64_t
+EcmpFlowRouting::NextRandom()
+{
+    return Mix64(m_rng++);
+}
+
+uint32_t
+EcmpFlowRouting::LeastLoaded(const std::vector<uint32_t>& c, uint64_t hash)
+{
+    const size_t n = c.size();
+    const size_t start = hash % n;
+    uint32_t best = c[start];
+    uint32_t bestBytes = std::numeric_limits<uint32_t>::max();
+    for (size_t i = 0; i < n; ++i)
+    {
+        const uint32_t iface = c[(start + i) % n];
+        const uint32_t q = QueuedBytes(iface);
+        if (q < bestBytes)
+        {
+            bestBytes = q;
+            best = iface;
+        }
+    }
+    return best;
+}
+
+uint32_t
+EcmpFlowRouting::ChooseDynamic(const std::vector<uint32_t>& c, uint16_t set, uint64_t flowHash)
+{
+    switch (m_mode)
+    {
+    case SPRAY:
+        return c[NextRandom() % c.size()];
+    case SPRAY_RR: {
+        if (set >= m_rr.size())
+        {
+            m_rr.resize(m_hopSets.size(), 0);
+        }
+        const uint32_t i = m_rr[set];
+        m_rr[set] = (i + 1) % c.size();
+        return c[i % c.size()];
+    }
+    case ADAPTIVE:
+        return LeastLoaded(c, flowHash);
+    case FLOWLET: {
+        const Time now = Simulator::Now();
+        auto [it, fresh] = m_flowlets.try_emplace(flowHash);
+        Flowlet& f = it->second;
+        const bool keep = !fresh && now - f.last < m_flowletGap &&
+                          std::find(c.begin(), c.end(), f.interface) != c.end();
+        if (!keep)
+        {
+            ++m_nFlowlets;
+            f.interface = m_flowletPick == FLOWLET_RANDOM ? c[NextRandom() % c.size()]
+                                                          : LeastLoaded(c, NextRandom());
+            NS_LOG_LOGIC("new flowlet of flow " << flowHash << " on interface " << f.interface);
+        }
+        f.last = now;
+        return f.interface;
+    }
+    default:
+        return c[0];
+    }
+}
+
 void
 EcmpFlowRouting::DoDispose()
 {
@@ -63,6 +269,10 @@ EcmpFlowRouting::DoDispose()
     m_routeCache.clear();
     m_hopSets.clear();
     m_setOf.clear();
+    m_flowlets.clear();
+    m_egressQdisc.clear();
+    m_egressQueue.clear();
+    m_egressResolved.clear();
     Ipv4RoutingProtocol::DoDispose();
 }
 
@@ -123,6 +333,7 @@ void
 EcmpFlowRouting::SetSalt(uint64_t salt)
 {
     m_salt = Mix64(salt);
+    m_rng = Mix64(m_salt ^ 0x5eed5eed5eed5eedULL);
 }
 
 uint64_t
@@ -193,7 +404,18 @@ EcmpFlowRouting::Choose(uint32_t host,
         const uint64_t h =
             Mix64(HashFiveTuple(src.Get(), header.GetDestination().Get(), proto, sport, dport) ^
                   m_salt);
-        iface = c[h % c.size()];
+        if (m_mode == ECMP)
+        {
+            iface = c[h % c.size()];
+        }
+        else if (m_mode == DMODK)
+        {
+            iface = c[host % c.size()];
+        }
+        else
+        {
+            iface = ChooseDynamic(c, m_setOf[host], h);
+        }
     }
     m_pathChoice(iface, header, sport, dport);
     return iface;

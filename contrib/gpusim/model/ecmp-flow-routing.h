@@ -1,11 +1,18 @@
 /*
- * EcmpFlowRouting: per-flow ECMP for the packet backend's IPv4 fabric.
+ * EcmpFlowRouting: load balancing over equal-cost paths for the packet backend's IPv4 fabric.
  *
- * Mainline ns-3 only offers per-packet random ECMP (Ipv4GlobalRouting RandomEcmpRouting), which
- * reorders TCP. Here every node holds, per destination host, the list of equal-cost output
- * interfaces (computed by PacketBackend from the ClusterTopology) and picks one by a hash of the
- * packet's 5-tuple salted with the node: all packets of a connection take one path, different
- * connections spread like on a real switch with hash-based ECMP.
+ * Every node holds, per destination host, the list of equal-cost output interfaces (computed
+ * by PacketBackend from the ClusterTopology) and picks one per packet according to its Mode:
+ *  - ecmp (default): a hash of the packet's 5-tuple salted with the node: all packets of a
+ *    connection take one path, different connections spread like hash-based switch ECMP;
+ *  - dmodk: the destination host index mod the number of next hops (static, per destination);
+ *  - spray: per-packet random choice (a per-node generator seeded by the salt: deterministic);
+ *  - spray-rr: per-packet round-robin over the next hops, one counter per next-hop set;
+ *  - flowlet: a flow (5-tuple) keeps its next hop while the gap between its packets stays below
+ *    FlowletGap; a new flowlet picks a next hop at random or by least queued bytes;
+ *  - adaptive: every packet goes to the next hop whose egress holds the fewest queued bytes
+ *    (queue disc + device queue); ties go to the first in the list rotated by the flow hash.
+ * Mainline ns-3 only offers per-packet random ECMP (Ipv4GlobalRouting RandomEcmpRouting).
  */
 #ifndef GPUSIM_ECMP_FLOW_ROUTING_H
 #define GPUSIM_ECMP_FLOW_ROUTING_H
@@ -14,22 +21,59 @@
 #include "ns3/ipv4-route.h"
 #include "ns3/ipv4-routing-helper.h"
 #include "ns3/ipv4-routing-protocol.h"
+#include "ns3/nstime.h"
 #include "ns3/traced-callback.h"
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ns3
 {
 
 class Ipv4;
+class NetDevice;
+class QueueDisc;
+class QueueBase;
 
 class EcmpFlowRouting : public Ipv4RoutingProtocol
 {
   public:
+    /// How a packet picks among the equal-cost next hops.
+    enum Mode
+    {
+        ECMP,     //!< per-flow 5-tuple hash
+        DMODK,    //!< destination host mod k
+        SPRAY,    //!< per-packet random
+        SPRAY_RR, //!< per-packet round-robin
+        FLOWLET,  //!< per flowlet (FlowletGap), FlowletPick
+        ADAPTIVE  //!< per packet, least queued bytes
+    };
+
+    /// How a new flowlet picks its next hop.
+    enum FlowletPick
+    {
+        FLOWLET_RANDOM,      //!< LetFlow: uniformly at random
+        FLOWLET_LEAST_LOADED //!< the egress with the fewest queued bytes
+    };
+
     static TypeId GetTypeId();
     EcmpFlowRouting();
     ~EcmpFlowRouting() override;
+
+    /// Mode by name: ecmp, dmodk, spray, spray-rr, flowlet, adaptive (std::invalid_argument
+    /// for anything else).
+    static Mode ParseMode(const std::string& name);
+    static std::string ModeName(Mode mode);
+    /// The names ParseMode accepts, comma separated.
+    static std::string KnownModes();
+    void SetMode(Mode mode);
+    Mode GetMode() const;
+    /// Bytes waiting in the egress of an interface: its queue disc plus the device queue.
+    uint32_t QueuedBytes(uint32_t interface);
+    /// New flowlets started at this node (flowlet mode; a flow's first packet starts one).
+    uint64_t GetFlowletCount() const;
 
     /// Host h (0-based) owns address first + h; only hosts are routable destinations.
     void SetHostAddressing(Ipv4Address first, uint32_t nHosts);
@@ -87,6 +131,32 @@ class EcmpFlowRouting : public Ipv4RoutingProtocol
     Ipv4Address LocalSource();
     /// Ipv4 interface of an input device (the last one asked is remembered: a host has one).
     int32_t InterfaceOf(Ptr<const NetDevice> dev);
+
+    /// Per-packet choice of the load-balancing modes other than ecmp and dmodk.
+    uint32_t ChooseDynamic(const std::vector<uint32_t>& c, uint16_t set, uint64_t flowHash);
+    /// The candidate with the fewest queued bytes; ties: first in the list rotated by `hash`.
+    uint32_t LeastLoaded(const std::vector<uint32_t>& c, uint64_t hash);
+    /// Next value of the node's deterministic generator (splitmix64 seeded by the salt).
+    uint64_t NextRandom();
+
+    /// A flow's current flowlet.
+    struct Flowlet
+    {
+        Time last;              //!< arrival of the flow's previous packet
+        uint32_t interface = 0; //!< next hop of the current flowlet
+    };
+
+    Mode m_mode = ECMP;
+    FlowletPick m_flowletPick = FLOWLET_RANDOM;
+    Time m_flowletGap;                            //!< FlowletGap attribute
+    uint64_t m_rng = 0;                           //!< generator state (spray, flowlets)
+    std::vector<uint32_t> m_rr;                   //!< per next-hop set: round-robin position
+    std::unordered_map<uint64_t, Flowlet> m_flowlets; //!< by flow hash
+    uint64_t m_nFlowlets = 0;
+    /// Per interface: its egress queue disc and device queue (resolved on first use).
+    std::vector<Ptr<QueueDisc>> m_egressQdisc;
+    std::vector<Ptr<QueueBase>> m_egressQueue;
+    std::vector<bool> m_egressResolved;
 
     Ptr<Ipv4> m_ipv4;                           //!< this node's IPv4 stack
     uint32_t m_firstHost = 0;                   //!< address of host 0 (host order)

@@ -59,6 +59,14 @@ FlowBackend::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&FlowBackend::m_incremental),
                           MakeBooleanChecker())
+            .AddAttribute("Routing",
+                          "Load balancing over equal-cost paths: ecmp, dmodk, adaptive (one "
+                          "path per transfer, Route()), spray, spray-rr, flowlet (each transfer "
+                          "split into equal sub-flows over all equal-cost paths, the fluid limit "
+                          "of per-packet spraying); empty: the topology's routing",
+                          StringValue(""),
+                          MakeStringAccessor(&FlowBackend::m_routingName),
+                          MakeStringChecker())
             .AddTraceSource("TransferStarted",
                             "StartTransfer was called (delivered time unset)",
                             MakeTraceSourceAccessor(&FlowBackend::m_startedTrace),
@@ -115,6 +123,8 @@ FlowBackend::DoDispose()
     m_linkFlows.clear();
     m_routeCache.clear();
     m_lastRoute.clear();
+    m_splits.clear();
+    m_splitRoutes.clear();
     m_topology = nullptr;
     m_history = nullptr;
     NetworkBackend::DoDispose();
@@ -157,6 +167,7 @@ FlowBackend::OnSimulatorDestroy()
     m_hot.clear();
     m_freeSlots.clear();
     m_stalled.clear();
+    m_splits.clear();
     m_nActive = 0;
     m_seedLinks.clear();
     m_drainHeap.clear();
@@ -189,6 +200,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_nominal = m_capacity;
     m_upCapacity = m_capacity;
     m_stalled.clear();
+    m_splitRoutes.clear();
     m_linkBytes.assign(nLinks, 0);
     m_ownerLinkBytes.clear();
     m_reservedUntil.clear();
@@ -331,14 +343,88 @@ FlowBackend::GetLinkUtilisation(uint32_t link, Time interval) const
 double
 FlowBackend::GetCurrentRate(uint64_t id) const
 {
+    double rate = -1;
     for (const Flow& f : m_flows)
     {
         if (f.active && f.rec.id == id)
         {
-            return f.rate;
+            if (m_splits.empty())
+            {
+                return f.rate;
+            }
+            rate = std::max(rate, 0.0) + f.rate; // a split transfer: its sub-flows' sum
         }
     }
-    return -1;
+    return rate;
+}
+
+std::string
+FlowBackend::GetRoutingMode() const
+{
+    if (!m_routingName.empty())
+    {
+        return m_routingName;
+    }
+    return m_topology ? m_topology->GetRouting() : "ecmp";
+}
+
+bool
+FlowBackend::SplitsTransfers() const
+{
+    static const std::string kEmpty;
+    const std::string& mode =
+        !m_routingName.empty() ? m_routingName : (m_topology ? m_topology->GetRouting() : kEmpty);
+    return (mode == "spray" || mode == "spray-rr" || mode == "flowlet") && !m_history &&
+           !HasFabricEvents();
+}
+
+uint64_t
+FlowBackend::GetSubFlowCount() const
+{
+    return m_subFlows;
+}
+
+const std::vector<FlowBackend::CachedRoute>&
+FlowBackend::SplitRoutes(uint32_t src, uint32_t dst)
+{
+    const uint64_t key = uint64_t(src) << 32 | dst;
+    auto it = m_splitRoutes.find(key);
+    if (it == m_splitRoutes.end())
+    {
+        std::vector<CachedRoute> routes;
+        for (auto& links : m_topology->EqualCostRoutes(src, dst))
+        {
+            CachedRoute r;
+            r.latencyNs = std::llround(m_topology->PathLatency(links) * 1e9);
+            r.links = std::move(links);
+            routes.push_back(std::move(r));
+        }
+        it = m_splitRoutes.emplace(key, std::move(routes)).first;
+    }
+    return it->second;
+}
+
+void
+FlowBackend::StartSplit(const TransferRecord& rec, uint64_t flowKey, DeliveredCallback done)
+{
+    const std::vector<CachedRoute>& routes = SplitRoutes(rec.srcGpu, rec.dstGpu);
+    const uint64_t k = routes.size();
+    SplitTransfer& split = m_splits[rec.id];
+    split.rec = rec;
+    split.done = std::move(done);
+    split.left = 0;
+    split.latencyNs = 0;
+    // Equal shares; the first (bytes mod k) sub-flows carry one byte more.
+    for (uint64_t i = 0; i < k && i < rec.bytes; ++i)
+    {
+        TransferRecord sub = rec;
+        sub.bytes = rec.bytes / k + (i < rec.bytes % k ? 1 : 0);
+        ++split.left;
+        split.latencyNs = std::max(split.latencyNs, routes[i].latencyNs);
+        ++m_subFlows;
+        AddFlow(sub, flowKey, routes[i], double(sub.bytes), nullptr);
+    }
+    NS_LOG_LOGIC("transfer " << rec.id << " split over " << split.left << " paths");
 }
 
 void
@@ -500,6 +586,12 @@ FlowBackend::Start(uint64_t id,
     if (m_history)
     {
         m_history->OnStart(rec, flowKey);
+    }
+    if (bytes > 0 && route.links.size() > 2 && SplitsTransfers() &&
+        SplitRoutes(srcGpu, dstGpu).size() > 1)
+    {
+        StartSplit(rec, flowKey, std::move(done));
+        return;
     }
     if (route.links.empty() || bytes == 0)
     {
@@ -1124,6 +1216,25 @@ FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
     {
         m_history->OnDrained(f.rec.id, NanoSeconds(nowNs));
     }
+    if (!m_splits.empty())
+    {
+        auto split = m_splits.find(f.rec.id);
+        if (split != m_splits.end())
+        {
+            f.done = nullptr;
+            m_freeSlots.push_back(slot);
+            if (--split->second.left > 0)
+            {
+                return;
+            }
+            SplitTransfer whole = std::move(split->second);
+            m_splits.erase(split);
+            EnqueueDelivery({nowNs + (whole.rec.streamed ? 0 : whole.latencyNs),
+                             whole.rec,
+                             std::move(whole.done)});
+            return;
+        }
+    }
     EnqueueDelivery({nowNs + f.latencyNs, f.rec, std::move(f.done)});
     f.done = nullptr;
     m_freeSlots.push_back(slot);
@@ -1202,10 +1313,14 @@ FlowBackend::InFlight() const
     std::vector<TransferRecord> out;
     for (const Flow& f : m_flows)
     {
-        if (f.active)
+        if (f.active && !m_splits.count(f.rec.id))
         {
             out.push_back(f.rec);
         }
+    }
+    for (const auto& [id, split] : m_splits)
+    {
+        out.push_back(split.rec); // once, not per sub-flow
     }
     for (const DeliverEntry& e : m_deliveries)
     {

@@ -2,7 +2,9 @@
  * FlowBackend: flow-level network model. Every in-flight transfer is a fluid flow on its route
  * (ClusterTopology::Route); rates are max-min fair over the directed links, found by
  * water-filling, and recomputed only when flows arrive or leave (coalesced per instant).
- * A transfer is delivered when its payload has drained plus the route's latency.
+ * A transfer is delivered when its payload has drained plus the route's latency. With the
+ * routing spray, spray-rr or flowlet (Routing attribute or the topology's routing) a transfer
+ * is split into equal sub-flows over every equal-cost path and delivered when all drained.
  */
 #ifndef GPUSIM_FLOW_BACKEND_H
 #define GPUSIM_FLOW_BACKEND_H
@@ -45,6 +47,14 @@ class FlowBackend : public NetworkBackend
     uint64_t GetDeliveredCount() const override;
     /// Totals plus, for every link that carried bytes, its bytes and mean utilisation since 0.
     std::string StatsJson() const override;
+
+    /// The routing in effect: the Routing attribute, else the topology's routing name.
+    std::string GetRoutingMode() const;
+    /// Whether transfers are split over the equal-cost paths (spray, spray-rr, flowlet; not
+    /// with a rate history or fabric events, where each transfer keeps one path).
+    bool SplitsTransfers() const;
+    /// Sub-flows started by split transfers so far.
+    uint64_t GetSubFlowCount() const;
 
     // ---- statistics ----
     uint64_t GetStartedCount() const;
@@ -300,6 +310,24 @@ class FlowBackend : public NetworkBackend
     bool GetRecordRateHistory() const;
 
     bool m_incremental = true;           //!< IncrementalRates attribute
+    std::string m_routingName;           //!< Routing attribute ("" = the topology's)
+
+    /// A transfer split into sub-flows (same id, a share of the bytes each) over the
+    /// equal-cost paths; delivered when the last sub-flow drained.
+    struct SplitTransfer
+    {
+        TransferRecord rec;      //!< the whole transfer
+        DeliveredCallback done;
+        uint32_t left = 0;       //!< sub-flows still draining
+        int64_t latencyNs = 0;   //!< the longest path's latency
+    };
+    /// Starts the sub-flows of a split transfer (already counted as started).
+    void StartSplit(const TransferRecord& rec, uint64_t flowKey, DeliveredCallback done);
+    /// Equal-cost routes between two GPUs (cached; ClusterTopology::EqualCostRoutes).
+    const std::vector<CachedRoute>& SplitRoutes(uint32_t src, uint32_t dst);
+    std::unordered_map<uint64_t, SplitTransfer> m_splits;            //!< by transfer id
+    std::unordered_map<uint64_t, std::vector<CachedRoute>> m_splitRoutes; //!< src << 32 | dst
+    uint64_t m_subFlows = 0;
 
     Ptr<ClusterTopology> m_topology;
     Ptr<FlowRateHistory> m_history;      //!< null: no recording

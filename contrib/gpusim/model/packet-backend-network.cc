@@ -11,6 +11,7 @@
 #include "ns3/channel.h"
 #include "ns3/data-rate.h"
 #include "ns3/ecmp-flow-routing.h"
+#include "ns3/enum.h"
 #include "ns3/error-model.h"
 #include "ns3/ipv4.h"
 #include "ns3/point-to-point-helper.h"
@@ -129,6 +130,7 @@ PacketBackend::BuildRoutes()
     const auto& verts = m_topology->Vertices();
     const auto& links = m_topology->Links();
     const uint32_t nHosts = static_cast<uint32_t>(m_hosts.size());
+    const EcmpFlowRouting::Mode mode = EcmpFlowRouting::ParseMode(GetRoutingMode());
     for (uint32_t v = 0; v < verts.size(); ++v)
     {
         if (m_vertexNode[v])
@@ -138,6 +140,11 @@ PacketBackend::BuildRoutes()
             r->SetHostAddressing(Ipv4Address(kFirstHostAddress), nHosts);
             r->SetSalt((uint64_t(m_ecmpSeed) << 32) ^ v);
             r->SetLocalHost(m_vertexHost[v]);
+            r->SetMode(mode);
+            r->SetAttribute("FlowletGap", TimeValue(m_flowletGap));
+            r->SetAttribute("FlowletPick", EnumValue(m_flowletPick == "least-loaded"
+                                                         ? EcmpFlowRouting::FLOWLET_LEAST_LOADED
+                                                         : EcmpFlowRouting::FLOWLET_RANDOM));
             m_routing[v] = r;
         }
     }

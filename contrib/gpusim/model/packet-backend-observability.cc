@@ -59,6 +59,7 @@ PacketBackend::WriteRdmaJson(gpusim::JsonWriter& j) const
     j.Key("ce_marked_packets").Uint(c.cePackets).Key("timeouts").Uint(c.timeouts);
     j.Key("retransmitted_packets").Uint(c.retransmitted);
     j.Key("out_of_order_packets").Uint(c.outOfOrder);
+    j.Key("reordered_packets").Uint(c.reordered);
     j.Key("queue_pairs").BeginArray();
     const auto qps = rdma->GetQueuePairs();
     for (size_t i = 0; i < qps.size(); ++i)

@@ -142,10 +142,30 @@ PacketBackend::GetTypeId()
                           MakeBooleanAccessor(&PacketBackend::m_recordTransfers),
                           MakeBooleanChecker())
             .AddAttribute("EcmpSeed",
-                          "Salt of the per-flow ECMP hash",
+                          "Salt of the per-flow ECMP hash and seed of the per-node generators "
+                          "of random spraying and flowlets",
                           UintegerValue(0),
                           MakeUintegerAccessor(&PacketBackend::m_ecmpSeed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("Routing",
+                          "Load balancing over equal-cost next hops at every node: ecmp, "
+                          "dmodk, spray, spray-rr, flowlet, adaptive (EcmpFlowRouting::Mode); "
+                          "empty: the topology's routing (ClusterTopology::GetRouting)",
+                          StringValue(""),
+                          MakeStringAccessor(&PacketBackend::m_routingName),
+                          MakeStringChecker())
+            .AddAttribute("FlowletGap",
+                          "Flowlet routing: inactivity gap that ends a flowlet (CONGA uses "
+                          "500 us at 10 Gbit/s; scaled to microsecond RTTs at 100+ Gbit/s)",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&PacketBackend::m_flowletGap),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("FlowletPick",
+                          "Flowlet routing: next hop of a new flowlet, random (LetFlow) or "
+                          "least-loaded",
+                          StringValue("random"),
+                          MakeStringAccessor(&PacketBackend::m_flowletPick),
+                          MakeStringChecker())
             .AddTraceSource("TransferStarted",
                             "StartTransfer was called (delivered time unset)",
                             MakeTraceSourceAccessor(&PacketBackend::m_startedTrace),
@@ -281,6 +301,16 @@ PacketBackend::GetName() const
     return "packet";
 }
 
+std::string
+PacketBackend::GetRoutingMode() const
+{
+    if (!m_routingName.empty())
+    {
+        return m_routingName;
+    }
+    return m_topology ? m_topology->GetRouting() : "ecmp";
+}
+
 bool
 PacketBackend::IsBuilt() const
 {
@@ -326,6 +356,12 @@ PacketBackend::Build()
     {
         throw std::invalid_argument("PacketBackend: PFC needs the 'ecn' queue disc (not '" +
                                     m_queueName + "')");
+    }
+    EcmpFlowRouting::ParseMode(GetRoutingMode()); // throws for an unknown name
+    if (m_flowletPick != "random" && m_flowletPick != "least-loaded")
+    {
+        throw std::invalid_argument("PacketBackend: unknown FlowletPick '" + m_flowletPick +
+                                    "' (random, least-loaded)");
     }
     if (m_mtu < 576 || m_mtu > 65535)
     {

@@ -4,7 +4,9 @@
  * From the ClusterTopology it builds real ns-3 nodes: every NIC vertex becomes a host node (the
  * TCP endpoint of the GPUs behind that NIC) and every fabric switch a forwarding node; every
  * NIC<->switch and switch<->switch link becomes a PointToPoint link at the topology's rate and
- * latency, with a queue disc on each egress port and per-flow ECMP routing (EcmpFlowRouting).
+ * latency, with a queue disc on each egress port and load-balanced routing (EcmpFlowRouting:
+ * per-flow ECMP by default; dmodk, per-packet spraying, flowlets or adaptive by the Routing
+ * attribute or the topology's routing).
  * Inter-server transfers run as messages of a PacketTransport (TcpTransport: ns-3 TCP with the
  * chosen congestion control) over persistent connections per (src GPU, dst GPU, flow key).
  * The GPU<->NIC PCIe hops are a fixed latency added at delivery. Intra-server transfers
@@ -94,6 +96,9 @@ class PacketBackend : public NetworkBackend
     /// PFC controller of a NIC or switch vertex (null unless the Pfc attribute is on).
     Ptr<PfcController> GetPfcController(uint32_t vertex) const;
     bool IsPfcEnabled() const;
+    /// The load-balancing mode every node uses (the Routing attribute, else the topology's
+    /// routing name; valid names: EcmpFlowRouting::KnownModes()).
+    std::string GetRoutingMode() const;
     uint64_t GetTotalPauses() const; //!< PAUSE frames sent by all switches
     /// Drops every packet that arrives over this directed link from now on (a failed link).
     void FailLink(uint32_t link);
@@ -233,6 +238,9 @@ class PacketBackend : public NetworkBackend
     bool m_flowMonitor = false;
     bool m_recordTransfers = true;
     uint32_t m_ecmpSeed = 0;
+    std::string m_routingName; //!< Routing attribute ("" = the topology's routing)
+    Time m_flowletGap;         //!< given to every node's routing
+    std::string m_flowletPick; //!< random | least-loaded
     int64_t m_streamBase = 0;  //!< first RNG stream for queue discs
     bool m_pfc = false;        //!< PFC on the lossless class (needs the ecn queue disc)
 

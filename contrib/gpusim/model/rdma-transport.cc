@@ -1,6 +1,7 @@
 #include "ns3/rdma-transport.h"
 
 #include "ns3/data-rate.h"
+#include "ns3/enum.h"
 #include "ns3/ipv4.h"
 #include "ns3/log.h"
 #include "ns3/nstime.h"
@@ -85,6 +86,24 @@ RdmaTransport::GetTypeId()
                           TimeValue(Time(0)),
                           MakeTimeAccessor(&RdmaTransport::m_baseRtt),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("ReorderMode",
+                          "Receiver on a packet beyond the expected PSN: gbn (discard and NACK: "
+                          "go-back-N, as classic RoCE NICs) or tolerant (keep it within "
+                          "ReorderWindow and acknowledge once the gap fills, as NICs built for "
+                          "adaptive routing and packet spraying)",
+                          EnumValue(RdmaTransport::GO_BACK_N),
+                          MakeEnumAccessor(&RdmaTransport::m_reorderMode),
+                          MakeEnumChecker(RdmaTransport::GO_BACK_N,
+                                          "gbn",
+                                          RdmaTransport::TOLERANT,
+                                          "tolerant"))
+            .AddAttribute("ReorderWindow",
+                          "Tolerant mode: PSNs above the expected one the receiver keeps (512 "
+                          "jumbo frames exceed a 4 MiB switch port buffer, the most one path "
+                          "can lag another); beyond it a packet is discarded and NACKed",
+                          UintegerValue(512),
+                          MakeUintegerAccessor(&RdmaTransport::m_reorderWindow),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("Port",
                           "UDP destination port (RoCEv2: 4791)",
                           UintegerValue(4791),
@@ -544,7 +563,7 @@ RdmaTransport::HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& 
             Reply(s, from, RdmaHeader::CNP, h, r.expected, false);
         }
     }
-    if (h.psn == r.expected)
+    if (h.psn == r.expected && r.held.empty())
     {
         ++r.expected;
         r.nacked = false;
@@ -561,6 +580,40 @@ RdmaTransport::HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& 
         }
         return;
     }
+    if (h.psn == r.expected)
+    {
+        // Tolerant mode: this packet fills the gap; the packets held behind it follow in
+        // order, then one cumulative ACK covers them all.
+        r.nacked = false;
+        bool anyLast = Accept(r, h.qp, h.msgId, h.flags & RdmaHeader::LAST);
+        uint32_t advanced = 1;
+        for (auto it = r.held.begin(); it != r.held.end() && it->first == r.expected;
+             it = r.held.erase(it))
+        {
+            anyLast = Accept(r, h.qp, it->second.first, it->second.second) || anyLast;
+            ++advanced;
+        }
+        r.sinceAck += advanced;
+        if (r.sinceAck >= m_ackInterval || anyLast)
+        {
+            r.sinceAck = 0;
+            Reply(s, from, RdmaHeader::ACK, h, r.expected, ce);
+        }
+        return;
+    }
+    if (m_reorderMode == TOLERANT && h.psn > r.expected && h.psn - r.expected < m_reorderWindow)
+    {
+        if (r.held.emplace(h.psn, std::make_pair(h.msgId, bool(h.flags & RdmaHeader::LAST)))
+                .second)
+        {
+            ++m_counters.reordered;
+        }
+        else
+        {
+            ++m_counters.outOfOrder; // held already: a duplicate
+        }
+        return;
+    }
     ++m_counters.outOfOrder;
     if (h.psn > r.expected)
     {
@@ -572,6 +625,18 @@ RdmaTransport::HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& 
         return;
     }
     Reply(s, from, RdmaHeader::ACK, h, r.expected, ce); // a duplicate: re-ACK
+}
+
+bool
+RdmaTransport::Accept(Receiver& r, uint32_t qp, uint64_t msgId, bool last)
+{
+    ++r.expected;
+    if (last)
+    {
+        m_qpCompletionTrace(qp, msgId);
+        NotifyMessage(msgId);
+    }
+    return last;
 }
 
 void

@@ -10,7 +10,10 @@
  *    its egress queue has room: hardware-style, work conserving, no socket buffers.
  *  - The receiver ACKs in-order packets (every AckInterval packets and at each message's end),
  *    NACKs the first out-of-order packet, and the sender goes back N to the NACKed PSN (or to
- *    the oldest unacknowledged one after RetransmitTimeout). CE-marked packets make the
+ *    the oldest unacknowledged one after RetransmitTimeout). With ReorderMode "tolerant" the
+ *    receiver instead keeps out-of-order packets within ReorderWindow PSNs of the expected one
+ *    (a bitmap, as NICs built for adaptive routing / packet spraying) and acknowledges
+ *    cumulatively once the gap fills; only packets beyond the window are NACKed. CE-marked packets make the
  *    receiver send a CNP, at most one per QP per CnpInterval, when the control uses CNPs.
  *  - A message is reported to the backend when its last packet arrives in order.
  */
@@ -77,6 +80,14 @@ class RdmaTransport : public PacketTransport
         uint64_t timeouts = 0;      //!< retransmission timer expiries
         uint64_t retransmitted = 0; //!< data packets resent by go-back-N
         uint64_t outOfOrder = 0;    //!< data packets discarded by the receiver (gap/duplicate)
+        uint64_t reordered = 0;     //!< out-of-order packets kept (ReorderMode tolerant)
+    };
+
+    /// What the receiver does with a packet beyond the next expected PSN.
+    enum ReorderMode
+    {
+        GO_BACK_N, //!< discard it and NACK the expected PSN (once per gap)
+        TOLERANT   //!< keep it if within ReorderWindow; ACK once contiguous
     };
     const Counters& GetCounters() const;
     /// Queue pairs in creation order.
@@ -113,7 +124,14 @@ class RdmaTransport : public PacketTransport
         uint32_t sinceAck = 0;     //!< in-order packets since the last ACK
         bool nacked = false;       //!< a NACK for `expected` is out
         Time lastCnp = Time::Min();
+        /// ReorderMode tolerant: packets above `expected` already received (PSN -> message id
+        /// and whether it is its message's last packet).
+        std::map<uint32_t, std::pair<uint64_t, bool>> held;
     };
+
+    /// Delivers packet `psn` in order (expected == psn): advances `expected`, reports a
+    /// completed message; returns true if it was its message's last packet.
+    bool Accept(Receiver& r, uint32_t qp, uint64_t msgId, bool last);
 
     RdmaQueuePair& Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost);
     void SchedulePump(uint32_t host);
@@ -151,6 +169,8 @@ class RdmaTransport : public PacketTransport
     uint16_t m_port = 4791;
     Time m_baseRtt;               //!< given to the congestion controls
     bool m_usesCnp = false;       //!< the control wants CNPs (set at Install)
+    ReorderMode m_reorderMode = GO_BACK_N;
+    uint32_t m_reorderWindow = 512; //!< PSNs above the expected one kept (tolerant mode)
     Counters m_counters;
 
     TracedCallback<uint32_t, double> m_qpRateTrace;

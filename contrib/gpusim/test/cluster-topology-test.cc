@@ -498,7 +498,7 @@ TEST(ClusterSpec, ImpossibleTopologiesThrow)
     s.nicsPerLeaf = 0;
     expectImpossible(s);
     s = ClusterSpec();
-    s.routing = "spray";
+    s.routing = "teleport"; // "spray" is a routing now (packet-routing-test.cc)
     expectImpossible(s);
     s = ClusterSpec();
     s.gpuModel = "rtx-9090";

@@ -237,7 +237,7 @@ const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
                                                "fabric", "oversubscription", "gpu",
                                                "link-down", "link-rate", "straggler",
-                                               "convergence"};
+                                               "convergence", "routing"};
 
 ClusterSpec
 SpecFromOptions(const Options& o, uint32_t minGpus)
@@ -274,6 +274,10 @@ SpecFromOptions(const Options& o, uint32_t minGpus)
     spec.fabric = o.Get("fabric", spec.fabric);
     spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
     spec.gpuModel = o.Get("gpu", spec.gpuModel);
+    spec.routing = o.Get("routing", spec.routing);
+    // The packet backend routes each packet over the real spines; the flow backend models
+    // adaptive routing by merging them (ClusterSpec::mergeAdaptiveSpines).
+    spec.mergeAdaptiveSpines = o.Get("backend", "flow") != "packet";
     // Faults add to the cluster file's faults: section.
     for (const char* key : {"link-down", "link-rate", "straggler", "convergence"})
     {

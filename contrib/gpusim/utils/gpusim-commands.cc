@@ -5,6 +5,7 @@
 #include "ns3/cli-options.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/flow-backend.h"
 #include "ns3/generate-command.h"
 #include "ns3/search-command.h"
@@ -44,7 +45,8 @@ namespace gpusim
 
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
-                                            "sample-us", "fidelity", "transport", "pfc"};
+                                            "sample-us", "fidelity", "transport", "pfc",
+                                            "rdma-reorder", "flowlet-gap-us"};
 
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
@@ -59,10 +61,22 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
         {
             Ptr<RdmaTransport> rdma = CreateObject<RdmaTransport>();
             rdma->SetCongestionControl(o.Get("cc", "dcqcn"));
+            const std::string reorder = o.Get("rdma-reorder", "gbn");
+            if (reorder != "gbn" && reorder != "tolerant")
+            {
+                throw UsageError("--rdma-reorder must be gbn or tolerant");
+            }
+            rdma->SetAttribute("ReorderMode", EnumValue(reorder == "tolerant"
+                                                            ? RdmaTransport::TOLERANT
+                                                            : RdmaTransport::GO_BACK_N));
             b->SetTransport(rdma);
         }
         else if (transport == "tcp")
         {
+            if (o.Has("rdma-reorder"))
+            {
+                throw UsageError("--rdma-reorder needs --transport rdma");
+            }
             Ptr<TcpTransport> tcp = CreateObject<TcpTransport>();
             tcp->SetCongestionControl(o.Get("cc", "dctcp"));
             b->SetTransport(tcp);
@@ -84,6 +98,15 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
             throw UsageError("--pfc must be on or off");
         }
         b->SetAttribute("Pfc", BooleanValue(pfc == "on")); // Build() checks --queue ecn
+        if (o.Has("flowlet-gap-us"))
+        {
+            const double us = o.Number("flowlet-gap-us", 0);
+            if (!(us > 0))
+            {
+                throw UsageError("--flowlet-gap-us must be > 0");
+            }
+            b->SetAttribute("FlowletGap", TimeValue(NanoSeconds(std::llround(us * 1e3))));
+        }
         if (o.Has("sample-us"))
         {
             const double us = o.Number("sample-us", 0);
@@ -101,8 +124,8 @@ MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
     {
         throw std::invalid_argument("unknown backend '" + name + "' (known: flow, packet)");
     }
-    for (const char* k :
-         {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport", "pfc"})
+    for (const char* k : {"cc", "queue", "mtu", "buffer", "sample-us", "net-csv", "transport",
+                          "pfc", "rdma-reorder", "flowlet-gap-us"})
     {
         if (o.Has(k))
         {
@@ -298,6 +321,11 @@ PrintCollectiveUsage(std::ostream& os)
           "  --link-down A-B@T[,up@T2]  --link-rate A-B=50%|100Gbps@T[,full@T2]  (A-B: a cable;\n"
           "      A alone: every link of a NIC or switch; repeatable)  --straggler GPU=2x|50%@T\n"
           "      (repeatable)  --convergence T (routing delay after a link change, default 0)\n"
+          "  --routing ecmp|dmodk|spray|spray-rr|flowlet|adaptive   load balancing over the\n"
+          "                        equal-cost paths (default: the preset's; packet backend:\n"
+          "                        per packet at every switch; flow backend: spray, spray-rr\n"
+          "                        and flowlet split each transfer over all equal paths,\n"
+          "                        adaptive merges the spines)\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
@@ -320,6 +348,9 @@ PrintCollectiveUsage(std::ostream& os)
           "                        with rdma, --cc is none, dcqcn (default), hpcc, timely, dctcp\n"
           "  --pfc on|off          packet backend: priority flow control for the lossless class\n"
           "                        (RDMA, DSCP 3) in switches and NICs; needs --queue ecn\n"
+          "  --rdma-reorder gbn|tolerant   rdma receiver on out-of-order packets: go-back-N\n"
+          "                        (default) or keep them and ACK once contiguous\n"
+          "  --flowlet-gap-us X    packet backend, --routing flowlet: flowlet gap (50)\n"
           "  --sample-us X         packet backend: sample link utilisation and queue backlog\n"
           "                        every X us (time series in the JSON and CSV)\n"
           "  --net-csv PREFIX      packet backend: per-link, per-queue and per-transfer CSV\n"
