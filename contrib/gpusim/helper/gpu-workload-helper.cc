@@ -18,6 +18,12 @@ GpuWorkloadHelper::SetBackend(Ptr<NetworkBackend> backend)
     m_backend = backend;
 }
 
+Ptr<NetworkBackend>
+GpuWorkloadHelper::GetBackend() const
+{
+    return m_backend;
+}
+
 void
 GpuWorkloadHelper::SetCostModel(const std::string& type)
 {

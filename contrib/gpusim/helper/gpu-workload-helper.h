@@ -26,6 +26,7 @@ class GpuWorkloadHelper
     GpuWorkloadHelper();
 
     void SetBackend(Ptr<NetworkBackend> backend);
+    Ptr<NetworkBackend> GetBackend() const;
     /// Kernel cost model type (default ns3::RecordedDurationCostModel) and its attributes.
     void SetCostModel(const std::string& type);
     void SetCostModelAttribute(const std::string& name, const AttributeValue& value);

@@ -3,6 +3,7 @@
 #include "ns3/flow-backend.h"
 #include "ns3/json-writer.h"
 #include "ns3/log.h"
+#include "ns3/abort.h"
 
 #include <algorithm>
 #include <map>
@@ -68,6 +69,42 @@ MultiJobHelper::Install(GpuWorkloadHelper& helper)
             j.workload = helper.Install(j.trace, m_gpus, j.start, j.gpus);
         }
     }
+    for (const Ptr<BackgroundTraffic>& bg : m_background)
+    {
+        if (!bg->IsInstalled())
+        {
+            NS_ABORT_MSG_IF(!helper.GetBackend(), "MultiJobHelper::Install: no backend");
+            bg->Install(helper.GetBackend());
+        }
+    }
+}
+
+void
+MultiJobHelper::AddBackground(Ptr<BackgroundTraffic> traffic)
+{
+    NS_ASSERT(traffic);
+    for (uint32_t g = 0; g < traffic->GetNGenerators(); ++g)
+    {
+        const std::string& name = traffic->GetSpec(g).name;
+        for (const Ptr<BackgroundTraffic>& other : m_background)
+        {
+            for (uint32_t o = 0; o < other->GetNGenerators(); ++o)
+            {
+                if (other->GetSpec(o).name == name)
+                {
+                    throw std::invalid_argument("background generator name '" + name +
+                                                "' is used twice");
+                }
+            }
+        }
+    }
+    m_background.push_back(traffic);
+}
+
+const std::vector<Ptr<BackgroundTraffic>>&
+MultiJobHelper::GetBackground() const
+{
+    return m_background;
 }
 
 uint32_t
@@ -154,6 +191,18 @@ MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
     const std::vector<double>& total = flow->GetLinkBytes();
     const auto& links = m_topology->Links();
     const auto& vertices = m_topology->Vertices();
+    std::vector<uint32_t> bgOwners; // per background generator
+    for (const Ptr<BackgroundTraffic>& bg : m_background)
+    {
+        for (uint32_t g = 0; g < bg->GetNGenerators(); ++g)
+        {
+            bgOwners.push_back(bg->IsInstalled() ? bg->GetOwner(g) : UINT32_MAX);
+        }
+    }
+    // One owner on the backend: it keeps no split, the link's total is that owner's.
+    const size_t nOwners =
+        bgOwners.size() + std::count_if(m_jobs.begin(), m_jobs.end(),
+                                        [](const Job& j) { return j.workload != nullptr; });
     for (uint32_t l = 0; l < links.size() && l < total.size(); ++l)
     {
         if (total[l] <= 0 || (fabricOnly && links[l].kind != TopoLinkKind::Fabric &&
@@ -173,13 +222,25 @@ MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
                 continue;
             }
             const uint32_t owner = m_jobs[k].workload->GetNcclWorld()->GetOwner();
-            if (m_jobs.size() == 1)
+            if (nOwners == 1)
             {
                 u.bytes[k] = total[l]; // one owner: the backend keeps no split
             }
             else if (owner < byOwner.size() && l < byOwner[owner].size())
             {
                 u.bytes[k] = byOwner[owner][l];
+            }
+        }
+        u.background.assign(bgOwners.size(), 0.0);
+        for (size_t g = 0; g < bgOwners.size(); ++g)
+        {
+            if (nOwners == 1 && bgOwners[g] != UINT32_MAX)
+            {
+                u.background[g] = total[l];
+            }
+            else if (bgOwners[g] < byOwner.size() && l < byOwner[bgOwners[g]].size())
+            {
+                u.background[g] = byOwner[bgOwners[g]][l];
             }
         }
         out.push_back(u);
@@ -240,6 +301,35 @@ MultiJobHelper::ReportJson(Ptr<NetworkBackend> backend) const
         w.EndObject();
     }
     w.EndArray();
+    // Background generators: flow completion times and the fabric bytes they carried.
+    std::vector<gpusim::BackgroundSummary> bgs;
+    for (const Ptr<BackgroundTraffic>& bg : m_background)
+    {
+        const auto s = bg->Summaries();
+        bgs.insert(bgs.end(), s.begin(), s.end());
+    }
+    std::vector<uint64_t> bgFabricBytes(bgs.size(), 0);
+    for (const LinkUse& u : use)
+    {
+        for (size_t g = 0; g < u.background.size() && g < bgs.size(); ++g)
+        {
+            if (m_topology->Links()[u.link].kind == TopoLinkKind::Fabric)
+            {
+                bgFabricBytes[g] += static_cast<uint64_t>(u.background[g]);
+            }
+        }
+    }
+    if (!bgs.empty())
+    {
+        w.Key("background").BeginArray();
+        for (size_t g = 0; g < bgs.size(); ++g)
+        {
+            w.BeginObject();
+            gpusim::WriteSummaryFields(w, bgs[g]);
+            w.Key("fabric_bytes").Uint(bgFabricBytes[g]).EndObject();
+        }
+        w.EndArray();
+    }
     w.Key("links").BeginArray();
     for (const LinkUse& u : use)
     {
@@ -252,7 +342,20 @@ MultiJobHelper::ReportJson(Ptr<NetworkBackend> backend) const
                 w.Key(reports[k].name).Double(u.bytes[k]);
             }
         }
-        w.EndObject().EndObject();
+        w.EndObject();
+        if (!bgs.empty())
+        {
+            w.Key("background").BeginObject();
+            for (size_t g = 0; g < u.background.size() && g < bgs.size(); ++g)
+            {
+                if (u.background[g] > 0)
+                {
+                    w.Key(bgs[g].name).Double(u.background[g]);
+                }
+            }
+            w.EndObject();
+        }
+        w.EndObject();
     }
     w.EndArray().EndObject();
     return w.Take();

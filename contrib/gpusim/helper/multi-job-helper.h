@@ -8,6 +8,7 @@
 #ifndef GPUSIM_MULTI_JOB_HELPER_H
 #define GPUSIM_MULTI_JOB_HELPER_H
 
+#include "ns3/background-traffic.h"
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/job-placement.h"
 
@@ -50,8 +51,17 @@ class MultiJobHelper
                     std::shared_ptr<const gpusim::JobTrace> job,
                     const JobPlacement& placement,
                     Time start = Seconds(0));
-    /// Installs every job added with `helper`'s backend, cost model and NCCL settings.
+    /// Installs every job added with `helper`'s backend, cost model and NCCL settings, then
+    /// the background traffic not installed yet on the same backend (after the jobs: job k
+    /// keeps owner k).
     void Install(GpuWorkloadHelper& helper);
+
+    /// Background traffic on the jobs' fabric (background-traffic.h): its generators' flow
+    /// completion times appear in ReportJson under "background" and their bytes in the
+    /// per-link report. Throws std::invalid_argument for a generator name that an earlier
+    /// set already uses.
+    void AddBackground(Ptr<BackgroundTraffic> traffic);
+    const std::vector<Ptr<BackgroundTraffic>>& GetBackground() const;
 
     uint32_t GetNJobs() const;
     Ptr<GpuWorkload> GetWorkload(uint32_t job) const;
@@ -67,6 +77,8 @@ class MultiJobHelper
         std::string name;
         double gbps = 0;
         std::vector<double> bytes; //!< per job
+        /// Per background generator, the AddBackground sets' generators in order.
+        std::vector<double> background;
         uint32_t Jobs() const;     //!< jobs with bytes on it
     };
     std::vector<LinkUse> FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly = true) const;
@@ -87,6 +99,7 @@ class MultiJobHelper
     Ptr<ClusterTopology> m_topology;
     std::vector<std::string> m_owner; //!< job name per GPU, "" when free
     std::vector<Job> m_jobs;
+    std::vector<Ptr<BackgroundTraffic>> m_background;
 };
 
 } // namespace ns3

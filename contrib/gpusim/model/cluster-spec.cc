@@ -1,5 +1,6 @@
 #include "ns3/cluster-spec.h"
 
+#include "ns3/background-traffic.h"
 #include "ns3/gpu-spec.h"
 
 #include "ns3/yaml-fields.h"
@@ -332,6 +333,7 @@ class SpecReader : public YamlFieldReader
             {"nvls", [&](auto& v, auto& k) { spec.nccl.nvls = Boolean(v, k); }},
             {"nvlsefficiency", [&](auto& v, auto& k) { spec.nccl.nvlsEfficiency = Number(v, k); }},
             {"faults", [&](auto& v, auto& k) { ReadFaults(v, k, spec); }},
+            {"background", [&](auto& v, auto& k) { ReadBackground(v, k, spec); }},
         };
         for (const auto& kv : root)
         {
@@ -358,7 +360,7 @@ class SpecReader : public YamlFieldReader
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
                          "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, "
                          "mergeAdaptiveSpines, linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
-                         "nvlsEfficiency, faults)");
+                         "nvlsEfficiency, faults, background)");
             }
         }
         try
@@ -373,6 +375,29 @@ class SpecReader : public YamlFieldReader
     }
 
   private:
+    /// background: [ ITEM, ... ] (background-traffic.h)
+    void ReadBackground(const YAML::Node& v, const std::string& key, ClusterSpec& spec) const
+    {
+        if (!v.IsSequence())
+        {
+            Fail(v.Mark(), "key '" + key + "': expected a sequence of background items "
+                                           "(e.g. - bulk:src=0-7,dst=15,bytes=1G)");
+        }
+        for (const YAML::Node& entry : v)
+        {
+            const std::string item = Scalar(entry, key);
+            try
+            {
+                ParseBackgroundSpec(item);
+            }
+            catch (const std::invalid_argument& e)
+            {
+                Fail(entry.Mark(), e.what());
+            }
+            spec.background.push_back(item);
+        }
+    }
+
     /// faults: [ {link-down: ITEM}, {link-rate: ITEM}, {straggler: ITEM} ... ]
     void ReadFaults(const YAML::Node& v, const std::string& key, ClusterSpec& spec) const
     {

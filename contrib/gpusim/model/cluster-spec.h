@@ -58,6 +58,10 @@ struct ClusterSpec
     /// Routing convergence delay after a link goes down or up; negative: the backend's
     /// RoutingConvergence attribute (default 0).
     Time routingConvergence = Time(-1);
+    /// Background traffic generators in their text form (ParseBackgroundSpec in
+    /// background-traffic.h, checked when read); the commands that run them install a
+    /// BackgroundTraffic with these items. Empty: none.
+    std::vector<std::string> background;
 
     uint32_t TotalGpus() const
     {
@@ -80,7 +84,8 @@ std::string KnownClusterPresets();
 /// or snake_case (gpus_per_server, nic_gbps, ...), plus the scalar calibration fields
 /// (nvlinkEfficiency, netEfficiency, nvls, nvlsEfficiency), and `faults:`, a sequence of
 /// one-key mappings `link-down: ITEM`, `link-rate: ITEM` or `straggler: ITEM` (the items of
-/// ParseLinkDown, ParseLinkRate, ParseStraggler) and `convergence: TIME`. A `preset:` key loads the preset
+/// ParseLinkDown, ParseLinkRate, ParseStraggler) and `convergence: TIME`, and `background:`, a
+/// sequence of background traffic items (ParseBackgroundSpec). A `preset:` key loads the preset
 /// first, the other keys override it. Throws std::runtime_error naming the file, line and key on bad input
 /// (unknown key, wrong type, impossible topology).
 ClusterSpec LoadClusterSpecYaml(const std::string& file);

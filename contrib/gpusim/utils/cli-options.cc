@@ -1,5 +1,6 @@
 #include "ns3/cli-options.h"
 
+#include "ns3/background-traffic.h"
 #include "ns3/gpu-spec.h"
 
 #include <climits>
@@ -15,13 +16,15 @@ namespace gpusim
 {
 
 const std::set<std::string> kRepeatableOptions = {"scale-kernels", "no-dep", "link-down",
-                                                   "link-rate", "straggler"};
+                                                   "link-rate", "straggler", "background"};
 
 Options::Options(const std::vector<std::string>& args,
                  const std::set<std::string>& valued,
                  const std::set<std::string>& flags,
                  bool programAfter)
+    : m_accepted(valued)
 {
+    m_accepted.insert(flags.begin(), flags.end());
     for (size_t i = 0; i < args.size(); ++i)
     {
         const std::string& a = args[i];
@@ -107,6 +110,12 @@ bool
 Options::Has(const std::string& k) const
 {
     return m_values.count(k) != 0;
+}
+
+bool
+Options::Accepts(const std::string& k) const
+{
+    return m_accepted.count(k) != 0;
 }
 
 std::string
@@ -306,6 +315,23 @@ SpecFromOptions(const Options& o, uint32_t minGpus)
                 throw UsageError(std::string("--") + key + ": " + e.what());
             }
         }
+    }
+    for (const std::string& item : o.All("background"))
+    {
+        try
+        {
+            ParseBackgroundSpec(item); // syntax now; GPUs once the cluster is built
+        }
+        catch (const std::invalid_argument& e)
+        {
+            throw UsageError(std::string("--background: ") + e.what());
+        }
+        spec.background.push_back(item);
+    }
+    if (!spec.background.empty() && !o.Accepts("background"))
+    {
+        throw UsageError("the cluster file has a background: section, which this command "
+                         "does not run (collective and simulate do)");
     }
     GpuSpec gpu;
     if (!LookupGpuSpec(spec.gpuModel, gpu))

@@ -41,6 +41,8 @@ class Options
             bool programAfter = false);
 
     bool Has(const std::string& k) const;
+    /// The command takes option k (valued or a flag), given or not.
+    bool Accepts(const std::string& k) const;
     std::string Get(const std::string& k, const std::string& def) const;
     /// Every value given for k, in command-line order.
     std::vector<std::string> All(const std::string& k) const;
@@ -54,6 +56,7 @@ class Options
 
   private:
     std::map<std::string, std::vector<std::string>> m_values;
+    std::set<std::string> m_accepted; //!< valued options and flags
     std::vector<std::string> m_positional;
     std::vector<std::string> m_program;
 };
@@ -69,7 +72,9 @@ void ParseKernelScale(const std::string& s, std::string& regex, double& factor);
 extern const std::set<std::string> kClusterOptions;
 
 /// Builds the cluster spec from --preset / --cluster and the per-field overrides; with no
-/// --servers, enough servers for minGpus GPUs.
+/// --servers, enough servers for minGpus GPUs. A command that takes --background (repeatable,
+/// background-traffic.h items) gets them added to the cluster file's background: section;
+/// any other command refuses a cluster file with one (it would not run it).
 ClusterSpec SpecFromOptions(const Options& o, uint32_t minGpus);
 
 /// Options that LaunchPlanFromOptions() reads (how `run` and `record` start the processes).

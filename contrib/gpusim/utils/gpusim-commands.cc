@@ -358,6 +358,13 @@ PrintCollectiveUsage(std::ostream& os)
           "  --json FILE           results as JSON (each result carries the backend's network\n"
           "                        statistics under \"network\")\n"
           "  --trace FILE          Chrome/Perfetto trace of the sweep\n"
+          "  --background ITEM     background traffic next to each size's run (repeatable;\n"
+          "                        times from the run's launch): bulk:src=0-7,dst=63,bytes=1G\n"
+          "                        [,rate=25Gbps,chunk=256K,start=1ms,period=T,count=N],\n"
+          "                        incast:src=8-15,dst=0,bytes=4M[,period=1ms,count=10],\n"
+          "                        poisson:src=..,dst=..,bytes=64K,1M,interval=20us,count=N\n"
+          "                        |stop=T[,seed=S]; FCT summary after the table and in the\n"
+          "                        JSON (doc/user-guide.md, Background traffic)\n"
           "  --quiet               no progress on stderr\n";
 }
 
@@ -413,6 +420,8 @@ struct SizeRun
     std::string stuckReport;
     NcclWorld::FidelityStats fidelity; //!< how its collective ran
     std::string path = "chunk";        //!< CollectivePath of its collective
+    std::vector<BackgroundSummary> background; //!< --background generators during the run
+    std::string backgroundJson;
 };
 
 /// Simulates one size as an independent run (fresh simulator and backend, every rank launching
@@ -422,6 +431,7 @@ SizeRun
 SimulateOneSize(const Options& o,
                 GpuWorkloadHelper& helper,
                 GpuClusterHelper& cluster,
+                const ClusterSpec& spec,
                 const NodeContainer& gpus,
                 CollKind kind,
                 DataType dtype,
@@ -453,8 +463,20 @@ SimulateOneSize(const Options& o,
     res.backendName = backend->GetName();
     helper.SetBackend(backend);
     Ptr<GpuWorkload> w = helper.Install(job.BuildShared(), gpus, offset);
+    // Background traffic starts with the collective (its times count from the run's launch).
+    Ptr<BackgroundTraffic> bg = MakeBackgroundTraffic(spec, n);
+    if (bg)
+    {
+        bg->Install(backend, offset);
+    }
     Simulator::Run();
     RunReport rep = w->Check();
+    if (bg)
+    {
+        res.background = bg->Summaries();
+        res.backgroundJson = bg->SummaryJson();
+        bg->Dispose();
+    }
     if (!rep.completed)
     {
         res.stuck = true;
@@ -575,6 +597,10 @@ PrintCollectiveResults(std::ostream& out,
         {
             j.Key("network").Raw(runs[i].networkJson);
         }
+        if (!runs[i].backgroundJson.empty())
+        {
+            j.Key("background").Raw(runs[i].backgroundJson);
+        }
         j.EndObject();
     }
     j.EndArray();
@@ -584,6 +610,16 @@ PrintCollectiveResults(std::ostream& out,
     char summary[128];
     std::snprintf(summary, sizeof(summary), "# Avg bus bandwidth    : %.3f GB/s\n", avg);
     out << "#\n" << summary;
+    for (size_t i = 0; i < sizes.size(); ++i)
+    {
+        if (!runs[i].background.empty())
+        {
+            PrintBackgroundSummary(out, runs[i].background,
+                                   sizes.size() == 1 ? "background traffic"
+                                                     : "background traffic, " +
+                                                           std::to_string(sizes[i]) + " B run");
+        }
+    }
     return j;
 }
 
@@ -626,7 +662,7 @@ int
 CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"op", "min-bytes", "max-bytes", "step-factor", "bytes",
-                                     "json", "trace", "dtype", "net-csv"};
+                                     "json", "trace", "dtype", "net-csv", "background"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -675,6 +711,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         cluster.SetSpec(spec);
         NodeContainer gpus = cluster.Create();
         const uint32_t n = gpus.GetN();
+        MakeBackgroundTraffic(spec, n); // bad generators are reported before any run
 
         // Sizes, rounded like nccl-tests to whole elements (and whole per-rank blocks).
         const uint64_t elem = DataTypeSize(dtype);
@@ -704,7 +741,7 @@ CollectiveCommand(const std::vector<std::string>& args, std::ostream& out, std::
         Time offset = Seconds(0);
         for (size_t i = 0; i < sizes.size(); ++i)
         {
-            const SizeRun r = SimulateOneSize(o, helper, cluster, gpus, kind, dtype, sendrecv,
+            const SizeRun r = SimulateOneSize(o, helper, cluster, spec, gpus, kind, dtype, sendrecv,
                                               sizes[i], wantTrace ? &trace : nullptr, offset);
             if (r.stuck)
             {
@@ -768,7 +805,7 @@ int
 SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
     std::set<std::string> valued = {"json", "trace", "cost-model", "scale-kernels",
-                                     "kernel-table", "query-syncs", "ranks"};
+                                     "kernel-table", "query-syncs", "ranks", "background"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -782,6 +819,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
                    "       [--cost-model recorded|roofline] [--scale-kernels REGEX=FACTOR]\n"
                    "       [--kernel-table FILE] [--query-syncs wait|ignore] [--no-dedup]\n"
                    "       [--ranks all|mirrored] [--json FILE] [--trace FILE]\n"
+                   "       [--background ITEM]... (as for 'collective'; times from 0)\n"
                    "  --ranks mirrored: ranks with identical op lists mirror the first of them\n"
                    "  (lockstep, doc/flow-backend.md); default all\n"
                    "  --fidelity: default auto (chunk for a live run's recording, which then\n"
@@ -836,6 +874,11 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         {
             w = helper.Install(job, gpus);
         }
+        Ptr<BackgroundTraffic> bg = MakeBackgroundTraffic(spec, gpus.GetN());
+        if (bg)
+        {
+            bg->Install(helper.GetBackend());
+        }
         Simulator::Run();
         RunReport rep = w->Check();
         out << "# gpusim simulate: " << job->ranks.size() << " ranks from "
@@ -845,7 +888,14 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
         PrintFidelityStats(o, defaultFidelity, *w, out, err);
-        return FinishSimulation("simulate", o, w, rep, err);
+        std::string extraJson;
+        if (bg)
+        {
+            PrintBackgroundSummary(out, bg->Summaries());
+            extraJson = "\"background\":" + bg->SummaryJson();
+            bg->Dispose();
+        }
+        return FinishSimulation("simulate", o, w, rep, err, extraJson);
     }
     catch (const UsageError& e)
     {
@@ -916,7 +966,8 @@ FinishSimulation(const std::string& command,
                  const Options& o,
                  Ptr<GpuWorkload> w,
                  const RunReport& rep,
-                 std::ostream& err)
+                 std::ostream& err,
+                 const std::string& extraJson)
 {
     for (const auto& e : rep.errors)
     {
@@ -933,7 +984,13 @@ FinishSimulation(const std::string& command,
     {
         if (o.Has("json"))
         {
-            WriteFileAtomically(o.Get("json", ""), w->MetricsJson());
+            std::string metrics = w->MetricsJson();
+            const size_t close = metrics.rfind('}');
+            if (!extraJson.empty() && close != std::string::npos)
+            {
+                metrics.insert(close, "," + extraJson);
+            }
+            WriteFileAtomically(o.Get("json", ""), metrics);
         }
         if (o.Has("trace"))
         {
@@ -943,6 +1000,52 @@ FinishSimulation(const std::string& command,
     w->Dispose();
     Simulator::Destroy();
     return code;
+}
+
+Ptr<BackgroundTraffic>
+MakeBackgroundTraffic(const ClusterSpec& spec, uint32_t nGpus)
+{
+    if (spec.background.empty())
+    {
+        return nullptr;
+    }
+    Ptr<BackgroundTraffic> bg = CreateObject<BackgroundTraffic>();
+    try
+    {
+        for (const std::string& item : spec.background)
+        {
+            bg->Add(item);
+        }
+        bg->Validate(nGpus);
+    }
+    catch (const std::invalid_argument& e)
+    {
+        throw UsageError(std::string("--background: ") + e.what());
+    }
+    return bg;
+}
+
+void
+PrintBackgroundSummary(std::ostream& out,
+                       const std::vector<BackgroundSummary>& summaries,
+                       const std::string& title)
+{
+    out << "# " << title << " (flow completion times of completed flows):\n";
+    out << "#  generator         flows   done          bytes   fct_mean_us    fct_p50_us"
+           "    fct_p99_us    fct_max_us  gbps_per_flow\n";
+    for (const BackgroundSummary& s : summaries)
+    {
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "#  %-16s %6llu %6llu %14llu %13.1f %13.1f %13.1f %13.1f %14.2f\n",
+                      s.name.c_str(), static_cast<unsigned long long>(s.flows),
+                      static_cast<unsigned long long>(s.completed),
+                      static_cast<unsigned long long>(s.bytes), s.meanFct.GetNanoSeconds() / 1e3,
+                      s.p50Fct.GetNanoSeconds() / 1e3, s.p99Fct.GetNanoSeconds() / 1e3,
+                      s.maxFct.GetNanoSeconds() / 1e3, s.meanGbps);
+        out << line;
+        out << "#    " << s.text << "\n";
+    }
 }
 
 void

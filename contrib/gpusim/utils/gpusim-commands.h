@@ -5,6 +5,7 @@
 #ifndef GPUSIM_GPUSIM_COMMANDS_H
 #define GPUSIM_GPUSIM_COMMANDS_H
 
+#include "ns3/background-traffic.h"
 #include "ns3/byte-size.h"
 #include "ns3/cli-options.h"
 #include "ns3/cluster-topology.h"
@@ -55,11 +56,21 @@ void ConfigureWorkload(const Options& o, GpuWorkloadHelper& helper);
 /// After Simulator::Run(): reports device errors and, for a stuck run, what still waits
 /// (returns 3); otherwise writes --json / --trace (returns 0). Disposes the workload and
 /// destroys the simulator either way.
+/// `extraJson` ("\"key\":value,...") is added to the --json metrics object.
 int FinishSimulation(const std::string& command,
                      const Options& o,
                      Ptr<GpuWorkload> w,
                      const RunReport& rep,
-                     std::ostream& err);
+                     std::ostream& err,
+                     const std::string& extraJson = "");
+/// The cluster spec's background traffic (--background, the cluster file's background:
+/// section), checked on a cluster of nGpus GPUs; null when there is none. Throws UsageError
+/// naming the bad item.
+Ptr<BackgroundTraffic> MakeBackgroundTraffic(const ClusterSpec& spec, uint32_t nGpus);
+/// The "# background traffic" table: per generator flows, bytes, FCT mean/p50/p99/max.
+void PrintBackgroundSummary(std::ostream& out,
+                            const std::vector<BackgroundSummary>& summaries,
+                            const std::string& title = "background traffic");
 /// The per-rank iteration table `simulate` and `run` print.
 void PrintIterations(std::ostream& out, const GpuWorkload& w);
 
