@@ -642,6 +642,13 @@ BackgroundTraffic::Install(Ptr<NetworkBackend> backend, Time offset)
         Generator& g = m_generators[gi];
         g.owner = backend->AcquireOwner();
         g.nextId = NetworkBackend::FirstTransferId(g.owner);
+        // A flow that loses every path (fabric faults) just never completes: it counts as
+        // started but not completed in the summary, and no job aborts over it.
+        backend->SetTransferFailedCallback(
+            g.owner, [name = g.spec.name](const TransferRecord& r, const std::string& why) {
+                NS_LOG_WARN("background " << name << ": transfer " << r.id << " GPU " << r.srcGpu
+                                          << " -> GPU " << r.dstGpu << " failed: " << why);
+            });
         const BackgroundSpec& s = g.spec;
         const Time base = offset + s.start - Simulator::Now();
         NS_LOG_INFO("background " << s.name << ": owner " << g.owner << ", " << s.text);

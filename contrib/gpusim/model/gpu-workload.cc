@@ -208,8 +208,8 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
     m_job = std::move(job);
     m_backend = backend;
     m_world = world;
+    m_world->SetBackend(backend); // takes the world's owner number, which InstallFaults uses
     InstallFaults(gpus);
-    m_world->SetBackend(backend);
     const uint32_t n = m_job->ranks.size();
     if (!rankToGpu.empty() && rankToGpu.size() != n)
     {
@@ -341,8 +341,8 @@ GpuWorkload::InstallFeed(Ptr<OpFeed> feed,
     m_feed = feed;
     m_backend = backend;
     m_world = world;
+    m_world->SetBackend(backend); // takes the world's owner number, which InstallFaults uses
     InstallFaults(gpus);
-    m_world->SetBackend(backend);
     const uint32_t n = feed->GetNRanks();
     if (!rankToGpu.empty() && rankToGpu.size() != n)
     {
@@ -674,6 +674,7 @@ GpuWorkload::InstallFaults(const NodeContainer& gpus)
         m_backend->ScheduleFabricEvents(topo->GetFabricEvents());
     }
     m_backend->SetTransferFailedCallback(
+        m_world->GetOwner(),
         [this](const TransferRecord& r, const std::string& why) { OnTransferFailed(r, why); });
 }
 
@@ -702,7 +703,12 @@ GpuWorkload::OnTransferFailed(const TransferRecord& r, const std::string& why)
     }
     os << "; the job aborts";
     m_runErrors.push_back(os.str());
-    Simulator::Stop();
+    if (m_backend->GetNOwners() <= 1)
+    {
+        Simulator::Stop(); // alone on the fabric: nothing else to simulate
+    }
+    // Else the other jobs (and background traffic) run on; this one's transfers stay waiting
+    // and its report says it failed.
 }
 
 void
@@ -749,6 +755,10 @@ GpuWorkload::Check() const
     {
         for (const auto& t : m_backend->InFlight())
         {
+            if (NetworkBackend::OwnerOf(t.id) != m_world->GetOwner())
+            {
+                continue; // another job's (or background traffic's) on a shared fabric
+            }
             rep.completed = false;
             stuck << "  transfer " << t.id << " GPU " << t.srcGpu << " -> GPU " << t.dstGpu << " ("
                   << t.bytes << " bytes) started at " << ToUs(t.start) << " us never delivered\n";

@@ -152,6 +152,12 @@ NetworkBackend::SetTransferFailedCallback(TransferFailedCallback cb)
     m_failed = std::move(cb);
 }
 
+void
+NetworkBackend::SetTransferFailedCallback(uint32_t owner, TransferFailedCallback cb)
+{
+    m_ownerFailed[owner] = std::move(cb);
+}
+
 bool
 NetworkBackend::IsLinkUp(uint32_t link) const
 {
@@ -222,6 +228,12 @@ void
 NetworkBackend::FailTransfer(const TransferRecord& rec, const std::string& why)
 {
     NS_LOG_FUNCTION(this << rec.id << why);
+    auto own = m_ownerFailed.find(OwnerOf(rec.id));
+    if (own != m_ownerFailed.end() && own->second)
+    {
+        own->second(rec, why);
+        return;
+    }
     if (!m_failed)
     {
         throw std::runtime_error("transfer " + std::to_string(rec.id) + " GPU " +

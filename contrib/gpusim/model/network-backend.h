@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -109,6 +110,9 @@ class NetworkBackend : public Object
     /// Called for a transfer that cannot be delivered because no path is left (NCCL's
     /// ncclRemoteError); without one such a transfer throws std::runtime_error.
     void SetTransferFailedCallback(TransferFailedCallback cb);
+    /// The same for one owner's transfers (AcquireOwner: a job, a background generator),
+    /// called instead of the general one: on a shared fabric each job learns of its own.
+    void SetTransferFailedCallback(uint32_t owner, TransferFailedCallback cb);
     /// The directed link is up (physically) now.
     bool IsLinkUp(uint32_t link) const;
     /// "A-B, C-D": the cables down now (both directions named once), "" when none.
@@ -148,6 +152,7 @@ class NetworkBackend : public Object
     std::vector<uint8_t> m_routeDown;         //!< per directed link: routing avoids it
     uint32_t m_nRouteDown = 0;                //!< entries set in m_routeDown
     TransferFailedCallback m_failed;
+    std::map<uint32_t, TransferFailedCallback> m_ownerFailed; //!< per owner
     TracedCallback<const std::string&> m_fabricTrace; //!< FabricEvent trace source
 };
 

@@ -6,6 +6,7 @@
 // 2 -> 2 leaves (servers 0, 1 on leaf 0; 2, 3 on leaf 1) and 1 spine with one 100 Gb/s link
 // per leaf. A GPU pair across the leaves crosses leaf0->spine->leaf1 (or back).
 #include "ns3/cluster-spec.h"
+#include "ns3/fabric-event.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpu-workload-helper.h"
@@ -14,6 +15,8 @@
 #include "ns3/multi-job-helper.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/config.h"
+#include "ns3/nstime.h"
 
 #include "test-temp-dir.h"
 
@@ -361,6 +364,19 @@ TEST(MultiJob, CliRunsAScenarioFileAndReportsSharedLinks)
     EXPECT_NE(out.find("4 of them for more than one job; the busiest shared: "),
               std::string::npos)
         << out;
+    // With a checkpoint-style bulk flow from GPU 0 across the spine as background traffic, its
+    // completion time is reported and job a (which shares GPU 0's NIC with it) is slower.
+    const std::string withBg = WriteFile(
+        tmp, "bg.yaml",
+        "cluster: cluster.yaml\njobs:\n  - name: a\n" + job +
+            "    placement: 0,2\nbackground:\n  - bulk:src=0,dst=3,bytes=64M,name=ckpt\n");
+    ASSERT_EQ(RunJobsCli(withBg, out, err), 0) << err;
+    EXPECT_NE(out.find("#  ckpt                  1      1       67108864"), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("\na                     2  0,2                0.0           1       "
+                       "22715.1"),
+              std::string::npos)
+        << out; // not its time alone
 }
 
 TEST(MultiJob, CliErrorsNameTheFileLineAndJob)
@@ -398,4 +414,44 @@ TEST(MultiJob, CliErrorsNameTheFileLineAndJob)
         EXPECT_EQ(RunJobsCli(scenario, out, err), c.code) << c.scenario;
         EXPECT_NE(err.find(c.error), std::string::npos) << c.scenario << "\n" << err;
     }
+}
+
+TEST(MultiJob, AJobThatLosesItsPathFailsAloneAndTheOtherFinishes)
+{
+    // GPU 0's NIC fails for good just after the start: job a (GPUs 0, 2) has no path left and,
+    // after the transport timeout (1 ms here), fails with NCCL's error; job b (GPUs 1, 3) has
+    // its own NICs and finishes, in the time it takes alone (a's flows wait off the links).
+    Config::SetDefault("ns3::NetworkBackend::TransportTimeout", TimeValue(MilliSeconds(1)));
+    auto spec = TwoLeaves();
+    spec.fabricEvents = gpusim::ParseLinkDown("s0/nic0@1us");
+    GpuClusterHelper cluster;
+    cluster.SetSpec(spec);
+    NodeContainer gpus = cluster.Create();
+    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
+    net->SetTopology(cluster.GetTopology());
+    MultiJobHelper jobs(gpus, cluster.GetTopology());
+    const uint64_t S = 64ull << 20;
+    jobs.AddJob("a", AllReduceJob(S), JobPlacement::Parse("0,2"));
+    jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
+    GpuWorkloadHelper helper;
+    helper.SetBackend(net);
+    helper.SetNcclAttribute("Fidelity", StringValue("chunk"));
+    jobs.Install(helper);
+    Simulator::Run();
+    const std::vector<JobReport> r = jobs.Reports();
+    for (uint32_t k = 0; k < jobs.GetNJobs(); ++k)
+    {
+        jobs.GetWorkload(k)->Dispose();
+    }
+    Simulator::Destroy();
+    Config::SetDefault("ns3::NetworkBackend::TransportTimeout",
+                       TimeValue(MicroSeconds(4.096 * 1048576 * 8)));
+    EXPECT_FALSE(r[0].run.completed);
+    ASSERT_EQ(r[0].run.errors.size(), 1u);
+    EXPECT_NE(r[0].run.errors[0].find("ncclRemoteError at 1011 us"), std::string::npos)
+        << r[0].run.errors[0];
+    EXPECT_TRUE(r[1].run.completed) << r[1].run.stuck;
+    EXPECT_TRUE(r[1].run.errors.empty());
+    const Result alone = RunJobs({{"b", "1,3", Seconds(0)}}, S);
+    EXPECT_LT(Span(r[1]).GetSeconds(), 1.001 * Span(alone.jobs[0]).GetSeconds());
 }

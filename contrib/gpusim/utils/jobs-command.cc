@@ -36,7 +36,7 @@ void
 PrintJobsUsage(std::ostream& os)
 {
     os << "usage: gpusim jobs SCENARIO.yaml [--preset NAME | --cluster FILE] [cluster and NCCL\n"
-          "       options as for 'collective'] [--json FILE]\n"
+          "       options as for 'collective'] [--background ITEM]... [--json FILE]\n"
           "  SCENARIO.yaml:\n"
           "    cluster: FILE.yaml        # optional, relative to the scenario; else the options\n"
           "    jobs:\n"
@@ -50,6 +50,8 @@ PrintJobsUsage(std::ostream& os)
           "        ranks: 16\n"
           "      - name: replay\n"
           "        trace: DIR            # trace directory, Chakra ET or SimAI workload file\n"
+          "    background:               # optional; items as for --background\n"
+          "      - bulk:src=0-7,dst=15,bytes=1G,rate=100Gbps\n"
           "  --fidelity defaults to chunk: shortcuts assume a collective's links are its own,\n"
           "  and another job's traffic starting mid-collective is what they cannot price\n"
           "  (doc/multi-job.md). Exit code 3: a job did not finish.\n";
@@ -145,7 +147,7 @@ Resolve(const std::string& base, const std::string& path)
 }
 
 std::vector<ScenarioJob>
-ReadScenario(const std::string& file, std::string& clusterFile)
+ReadScenario(const std::string& file, std::string& clusterFile, std::vector<std::string>& background)
 {
     YamlFieldReader r(file);
     const YAML::Node root = r.Load(ReadYamlFile(file, "scenario"));
@@ -157,14 +159,27 @@ ReadScenario(const std::string& file, std::string& clusterFile)
     for (const auto& kv : root)
     {
         const std::string key = kv.first.as<std::string>();
-        if (key != "jobs" && key != "cluster")
+        if (key != "jobs" && key != "cluster" && key != "background")
         {
-            r.Fail(kv.first.Mark(), "unknown key '" + key + "' (jobs, cluster)");
+            r.Fail(kv.first.Mark(), "unknown key '" + key + "' (jobs, cluster, background)");
         }
     }
     if (root["cluster"])
     {
         clusterFile = Resolve(base, r.Scalar(root["cluster"], "cluster"));
+    }
+    if (root["background"])
+    {
+        const YAML::Node bg = root["background"];
+        if (!bg.IsSequence())
+        {
+            r.Fail(bg.Mark(), "key 'background': a list of items such as "
+                              "'bulk:src=0-7,dst=15,bytes=1G'");
+        }
+        for (const YAML::Node& item : bg)
+        {
+            background.push_back(r.Scalar(item, "background"));
+        }
     }
     const YAML::Node jobs = root["jobs"];
     if (!jobs || !jobs.IsSequence() || jobs.size() == 0)
@@ -285,7 +300,7 @@ PrintReports(std::ostream& out, const std::vector<JobReport>& reports,
 int
 JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"json"};
+    std::set<std::string> valued = {"json", "background"};
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -298,7 +313,8 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         }
         const std::string file = o.Positional().front();
         std::string clusterFile;
-        const std::vector<ScenarioJob> jobs = ReadScenario(file, clusterFile);
+        std::vector<std::string> background;
+        const std::vector<ScenarioJob> jobs = ReadScenario(file, clusterFile, background);
         uint32_t ranks = 0;
         for (const ScenarioJob& j : jobs)
         {
@@ -319,10 +335,12 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         {
             spec = SpecFromOptions(withCluster, ranks);
         }
+        spec.background.insert(spec.background.end(), background.begin(), background.end());
         GpuClusterHelper cluster;
         cluster.SetSpec(spec);
         NodeContainer gpus = cluster.Create();
         Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
+        Ptr<BackgroundTraffic> bg = MakeBackgroundTraffic(spec, gpus.GetN());
         GpuWorkloadHelper helper;
         helper.SetBackend(backend);
         ConfigureNccl(o, helper, "chunk");
@@ -331,12 +349,20 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         {
             scenario.AddJob(j.name, j.trace, j.placement, j.start);
         }
+        if (bg)
+        {
+            scenario.AddBackground(bg);
+        }
         scenario.Install(helper);
         Simulator::Run();
         const std::vector<JobReport> reports = scenario.Reports();
         out << "# gpusim jobs: " << jobs.size() << " jobs, " << ranks << " ranks from " << file
             << "\n# cluster: " << DescribeCluster(spec) << "\n";
         PrintReports(out, reports, jobs);
+        if (bg)
+        {
+            PrintBackgroundSummary(out, bg->Summaries());
+        }
         const std::vector<MultiJobHelper::LinkUse> use = scenario.FabricUse(backend);
         uint32_t shared = 0;
         const MultiJobHelper::LinkUse* busiest = nullptr;
