@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -1261,6 +1262,34 @@ ValidateJobTrace(const JobTrace& job)
     }
     check.CommunicatorsComplete();
     check.CollectivesMatch();
+}
+
+RankTrace
+UnsharedRank(const JobTrace& job, uint32_t r)
+{
+    const RankTrace& rt = job.ranks.at(r);
+    if (rt.opsFrom < 0)
+    {
+        return rt;
+    }
+    RankTrace full = job.ranks.at(rt.opsFrom);
+    full.rank = r;
+    full.opsFrom = -1;
+    size_t own = 0;
+    std::map<std::string, std::string> renamed; // the list's communicator -> this rank's
+    for (Op& op : full.ops)
+    {
+        if (op.kind == OpKind::CommInit)
+        {
+            renamed[op.comm] = rt.ops.at(own).comm;
+            op = rt.ops.at(own++);
+        }
+        else if (op.kind == OpKind::Collective)
+        {
+            op.comm = renamed.at(op.comm);
+        }
+    }
+    return full;
 }
 
 } // namespace gpusim

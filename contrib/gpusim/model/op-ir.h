@@ -227,6 +227,10 @@ void WriteJobTrace(const JobTrace& job,
                    const std::function<RankTrace(uint32_t)>& rankAt,
                    uint32_t nranks);
 
+/// Rank r written out in full: itself, or (RankTrace::opsFrom >= 0) the shared list with r's
+/// own comm_init lines in place of the list's and its collectives on r's communicators.
+RankTrace UnsharedRank(const JobTrace& job, uint32_t r);
+
 /// Checks cross-op consistency of a job (streams, events, communicators, collective matching
 /// by (comm, seq)) and throws TraceFormatError naming the rank/op on the first problem.
 /// Ranks sharing another rank's op list (RankTrace::opsFrom) are checked as that list with

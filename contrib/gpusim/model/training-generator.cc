@@ -135,31 +135,9 @@ WriteTrainingTrace(const GeneratedTraining& g, const std::string& dir)
     JobTrace job;
     job.source = g.job->source;
     job.metadata = g.job->metadata;
-    WriteJobTrace(job, dir, [&](uint32_t r) -> RankTrace {
-        const RankTrace& rt = g.job->ranks.at(r);
-        if (rt.opsFrom < 0)
-        {
-            return rt;
-        }
-        RankTrace full = g.job->ranks[rt.opsFrom];
-        full.rank = r;
-        full.opsFrom = -1;
-        size_t own = 0;
-        std::map<std::string, std::string> renamed; // the list's communicator -> this rank's
-        for (Op& op : full.ops)
-        {
-            if (op.kind == OpKind::CommInit)
-            {
-                renamed[op.comm] = rt.ops.at(own).comm;
-                op = rt.ops.at(own++);
-            }
-            else if (op.kind == OpKind::Collective)
-            {
-                op.comm = renamed.at(op.comm);
-            }
-        }
-        return full;
-    }, static_cast<uint32_t>(g.job->ranks.size()));
+    WriteJobTrace(
+        job, dir, [&g](uint32_t r) { return UnsharedRank(*g.job, r); },
+        static_cast<uint32_t>(g.job->ranks.size()));
 }
 
 uint64_t

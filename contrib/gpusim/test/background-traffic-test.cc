@@ -236,15 +236,7 @@ namespace
 gpusim::ClusterSpec
 TwoLeaves()
 {
-    gpusim::ClusterSpec s;
-    s.servers = 4;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 100;
-    s.fabric = "leaf-spine";
-    s.nicsPerLeaf = 2;
-    s.oversubscription = 2;
-    return s;
+    return gpusim_test::TwoLeavesSpec();
 }
 
 struct SharedRun
@@ -532,15 +524,6 @@ TempPath(const std::string& name)
 {
     static TestTempDir dir("gpusim-bg");
     return dir.Unique(name);
-}
-
-std::string
-Slurp(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
 }
 
 /// The time_us of the first result of a `collective --json` file.

@@ -4,6 +4,7 @@
 
 #include "ns3/gpusim-commands.h"
 
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,6 +22,16 @@ Cli(const std::vector<std::string>& args)
     std::ostringstream out, err;
     int code = ns3::gpusim::GpusimMain(args, out, err);
     return {code, out.str(), err.str()};
+}
+
+/// The whole content of a file ("" if it cannot be read).
+inline std::string
+Slurp(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 #endif // GPUSIM_CLI_TEST_UTIL_H

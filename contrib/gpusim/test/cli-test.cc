@@ -31,14 +31,6 @@ Exists(const std::string& p)
     return stat(p.c_str(), &st) == 0;
 }
 
-std::string
-Slurp(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 } // namespace
 
 TEST(Cli, CollectivePrintsAnNcclTestsTable)

@@ -24,6 +24,22 @@ FlatSpec(uint32_t servers, double gbps = 100, uint32_t gpusPerServer = 1)
     return s;
 }
 
+/// 4 single-GPU servers, one 100 Gb/s NIC each, 2 NICs per leaf, oversubscription 2: GPUs 0, 1
+/// on leaf 0, GPUs 2, 3 on leaf 1, one spine with one 100 Gb/s link per leaf.
+inline ns3::gpusim::ClusterSpec
+TwoLeavesSpec()
+{
+    ns3::gpusim::ClusterSpec s;
+    s.servers = 4;
+    s.gpusPerServer = 1;
+    s.nicsPerServer = 1;
+    s.nicGbps = 100;
+    s.fabric = "leaf-spine";
+    s.nicsPerLeaf = 2;
+    s.oversubscription = 2;
+    return s;
+}
+
 /// n single-GPU servers on one switch; NIC links 8 Gb/s = 1e9 B/s, 1 us per hop, so every
 /// route is GPU -> NIC -> switch -> NIC -> GPU with 4 us of latency.
 inline ns3::Ptr<ns3::ClusterTopology>

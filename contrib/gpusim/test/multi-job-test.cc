@@ -5,6 +5,7 @@
 // The cluster: 4 single-GPU servers, one 100 Gb/s NIC each, 2 NICs per leaf, oversubscription
 // 2 -> 2 leaves (servers 0, 1 on leaf 0; 2, 3 on leaf 1) and 1 spine with one 100 Gb/s link
 // per leaf. A GPU pair across the leaves crosses leaf0->spine->leaf1 (or back).
+#include "flow-test-topology.h"
 #include "ns3/cluster-spec.h"
 #include "ns3/fabric-event.h"
 #include "ns3/flow-backend.h"
@@ -18,6 +19,7 @@
 #include "ns3/config.h"
 #include "ns3/nstime.h"
 
+#include "cli-test-util.h"
 #include "test-temp-dir.h"
 
 #include <gtest/gtest.h>
@@ -36,15 +38,7 @@ namespace
 gpusim::ClusterSpec
 TwoLeaves()
 {
-    gpusim::ClusterSpec s;
-    s.servers = 4;
-    s.gpusPerServer = 1;
-    s.nicsPerServer = 1;
-    s.nicGbps = 100;
-    s.fabric = "leaf-spine";
-    s.nicsPerLeaf = 2;
-    s.oversubscription = 2;
-    return s;
+    return gpusim_test::TwoLeavesSpec();
 }
 
 /// A 2-rank job: `iters` AllReduces of `bytes`, each an iteration.
@@ -332,11 +326,10 @@ WriteFile(const TestTempDir& dir, const std::string& name, const std::string& te
 int
 RunJobsCli(const std::string& scenario, std::string& out, std::string& err)
 {
-    std::ostringstream o, e;
-    const int code = ns3::gpusim::GpusimMain({"jobs", scenario}, o, e);
-    out = o.str();
-    err = e.str();
-    return code;
+    const CliResult r = Cli({"jobs", scenario});
+    out = r.out;
+    err = r.err;
+    return r.code;
 }
 
 } // namespace

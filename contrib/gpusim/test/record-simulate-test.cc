@@ -60,15 +60,6 @@ Exists(const std::string& p)
     return stat(p.c_str(), &st) == 0;
 }
 
-std::string
-Slurp(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 const std::string kTrain = std::string(GPUSIM_BIN_DIR) + "/../shim/test/shim_train";
 
 bool

@@ -29,36 +29,6 @@ PrintSimaiUsage(std::ostream& os)
           "  job takes every GPU of the cluster).\n";
 }
 
-/// Rank r of a job whose ranks share rank opsFrom's list, written out in full: the shared
-/// list with r's own comm_init lines and its collectives on r's communicators.
-RankTrace
-UnsharedRank(const JobTrace& job, uint32_t r)
-{
-    const RankTrace& rt = job.ranks.at(r);
-    if (rt.opsFrom < 0)
-    {
-        return rt;
-    }
-    RankTrace full = job.ranks.at(rt.opsFrom);
-    full.rank = r;
-    full.opsFrom = -1;
-    size_t own = 0;
-    std::map<std::string, std::string> renamed;
-    for (Op& op : full.ops)
-    {
-        if (op.kind == OpKind::CommInit)
-        {
-            renamed[op.comm] = rt.ops.at(own).comm;
-            op = rt.ops.at(own++);
-        }
-        else if (op.kind == OpKind::Collective)
-        {
-            op.comm = renamed.at(op.comm);
-        }
-    }
-    return full;
-}
-
 std::string
 CommText(const SimaiComm& c)
 {
