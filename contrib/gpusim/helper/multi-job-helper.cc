@@ -27,32 +27,58 @@ MultiJobHelper::AddJob(const std::string& name,
                        const JobPlacement& placement,
                        Time start)
 {
+    if (!job)
+    {
+        throw std::runtime_error("job '" + name + "': no workload");
+    }
+    const auto ranks = static_cast<uint32_t>(job->ranks.size());
+    Job j;
+    j.trace = std::move(job);
+    return Add(std::move(j), name, ranks, placement, start);
+}
+
+uint32_t
+MultiJobHelper::AddJob(const std::string& name,
+                       Ptr<OpFeed> feed,
+                       const JobPlacement& placement,
+                       Time start)
+{
+    if (!feed)
+    {
+        throw std::runtime_error("job '" + name + "': no workload");
+    }
+    const uint32_t ranks = feed->GetNRanks();
+    Job j;
+    j.feed = feed;
+    return Add(std::move(j), name, ranks, placement, start);
+}
+
+uint32_t
+MultiJobHelper::Add(Job j,
+                    const std::string& name,
+                    uint32_t ranks,
+                    const JobPlacement& placement,
+                    Time start)
+{
     if (name.empty())
     {
         throw std::runtime_error("a job needs a name");
     }
-    for (const Job& j : m_jobs)
+    for (const Job& other : m_jobs)
     {
-        if (j.name == name)
+        if (other.name == name)
         {
             throw std::runtime_error("job '" + name + "': the name is used twice");
         }
-    }
-    if (!job)
-    {
-        throw std::runtime_error("job '" + name + "': no workload");
     }
     if (start.IsStrictlyNegative())
     {
         throw std::runtime_error("job '" + name + "': negative start time");
     }
-    Job j;
     j.name = name;
-    j.trace = std::move(job);
     j.placement = placement;
     j.start = start;
-    j.gpus = PlaceJob(*m_topology, name, static_cast<uint32_t>(j.trace->ranks.size()), placement,
-                      m_owner);
+    j.gpus = PlaceJob(*m_topology, name, ranks, placement, m_owner);
     NS_LOG_INFO("job " << name << ": " << j.gpus.size() << " ranks, " << placement.ToString());
     m_jobs.push_back(std::move(j));
     return static_cast<uint32_t>(m_jobs.size() - 1);
@@ -66,7 +92,8 @@ MultiJobHelper::Install(GpuWorkloadHelper& helper)
         if (!j.workload)
         {
             // In job order: job k takes owner k on the backend (its transfer ids' top bits).
-            j.workload = helper.Install(j.trace, m_gpus, j.start, j.gpus);
+            j.workload = j.feed ? helper.InstallFeed(j.feed, m_gpus, j.start, j.gpus)
+                                : helper.Install(j.trace, m_gpus, j.start, j.gpus);
         }
     }
     for (const Ptr<BackgroundTraffic>& bg : m_background)

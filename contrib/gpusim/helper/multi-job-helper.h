@@ -51,6 +51,12 @@ class MultiJobHelper
                     std::shared_ptr<const gpusim::JobTrace> job,
                     const JobPlacement& placement,
                     Time start = Seconds(0));
+    /// A job whose ops arrive while it runs (a LiveJobSource: a live program on the shim; or a
+    /// TraceOpFeed replaying a live run's recording), placed and started the same way.
+    uint32_t AddJob(const std::string& name,
+                    Ptr<OpFeed> feed,
+                    const JobPlacement& placement,
+                    Time start = Seconds(0));
     /// Installs every job added with `helper`'s backend, cost model and NCCL settings, then
     /// the background traffic not installed yet on the same backend (after the jobs: job k
     /// keeps owner k).
@@ -89,12 +95,19 @@ class MultiJobHelper
     struct Job
     {
         std::string name;
-        std::shared_ptr<const gpusim::JobTrace> trace;
+        std::shared_ptr<const gpusim::JobTrace> trace; //!< or
+        Ptr<OpFeed> feed;
         JobPlacement placement;
         std::vector<uint32_t> gpus;
         Time start;
         Ptr<GpuWorkload> workload;
     };
+    uint32_t Add(Job j,
+                 const std::string& name,
+                 uint32_t ranks,
+                 const JobPlacement& placement,
+                 Time start);
+
     NodeContainer m_gpus;
     Ptr<ClusterTopology> m_topology;
     std::vector<std::string> m_owner; //!< job name per GPU, "" when free

@@ -14,6 +14,7 @@
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/multi-job-helper.h"
+#include "ns3/op-feed.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/config.h"
@@ -447,4 +448,43 @@ TEST(MultiJob, AJobThatLosesItsPathFailsAloneAndTheOtherFinishes)
     EXPECT_TRUE(r[1].run.errors.empty());
     const Result alone = RunJobs({{"b", "1,3", Seconds(0)}}, S);
     EXPECT_LT(Span(r[1]).GetSeconds(), 1.001 * Span(alone.jobs[0]).GetSeconds());
+}
+
+TEST(MultiJob, AJobFedWhileItRunsSharesTheFabricLikeAnyOther)
+{
+    // Live jobs arrive as an OpFeed (LiveJobSource; here a TraceOpFeed replaying the same ops,
+    // as a live run's recording replays). Next to a trace job on the shared spine uplinks it
+    // slows and is slowed exactly as the two trace jobs of
+    // JobsSharingTheSpineUplinksSlowEachOtherByTheLinkShare (45320.2 us each).
+    const uint64_t S = 256ull << 20;
+    const Result traces = RunJobs({{"a", "0,2", Seconds(0)}, {"b", "1,3", Seconds(0)}}, S);
+    GpuClusterHelper cluster;
+    cluster.SetSpec(TwoLeaves());
+    NodeContainer gpus = cluster.Create();
+    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
+    net->SetTopology(cluster.GetTopology());
+    MultiJobHelper jobs(gpus, cluster.GetTopology());
+    Ptr<TraceOpFeed> feed = CreateObject<TraceOpFeed>();
+    feed->SetJob(*AllReduceJob(S));
+    jobs.AddJob("a", feed, JobPlacement::Parse("0,2"));
+    jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
+    GpuWorkloadHelper helper;
+    helper.SetBackend(net);
+    helper.SetNcclAttribute("Fidelity", StringValue("chunk"));
+    jobs.Install(helper);
+    Simulator::Run();
+    const std::vector<JobReport> r = jobs.Reports();
+    for (uint32_t k = 0; k < jobs.GetNJobs(); ++k)
+    {
+        jobs.GetWorkload(k)->Dispose();
+    }
+    Simulator::Destroy();
+    ASSERT_TRUE(r[0].run.completed) << r[0].run.stuck;
+    ASSERT_TRUE(r[1].run.completed) << r[1].run.stuck;
+    EXPECT_EQ(r[0].gpus, (std::vector<uint32_t>{0, 2}));
+    std::printf("fed job %.1f us, trace job %.1f us (both traces: %.1f us)\n",
+                Span(r[0]).GetSeconds() * 1e6, Span(r[1]).GetSeconds() * 1e6,
+                Span(traces.jobs[0]).GetSeconds() * 1e6);
+    EXPECT_EQ(Span(r[0]), Span(traces.jobs[0]));
+    EXPECT_EQ(Span(r[1]), Span(traces.jobs[1]));
 }
