@@ -976,3 +976,40 @@ TEST(Live, TimeoutEndsTheRun)
     EXPECT_EQ(left.out, "");
 }
 
+
+// A live program is one job among others (`gpusim jobs`, run: entry): shim_live_perf's
+// 64 MiB AllReduce between GPU 0 and GPU 2 crosses the spine of a two-leaf fabric (100 Gb/s
+// NICs, one 100 Gb/s link per leaf); next to an AllReduce job on GPUs 1 and 3 over the same
+// uplinks, the time the program measures itself doubles (measured 5689 -> 11319 us), as max-min
+// sharing of the uplink predicts for a bandwidth-bound transfer.
+TEST(Live, AProgramNextToAnotherJobMeasuresTheSharedFabric)
+{
+    REQUIRE_SHIM();
+    TempDir d;
+    {
+        std::ofstream(d.Path() + "/two.yaml")
+            << "servers: 4\ngpus_per_server: 1\nnics_per_server: 1\nnic_gbps: 100\n"
+               "fabric: leaf-spine\nnics_per_leaf: 2\noversubscription: 2\n";
+    }
+    const std::string live = "cluster: two.yaml\njobs:\n  - name: live\n    run: " + kPerf +
+                             " -g 1 -b 64M -e 64M -n 5 -w 1\n    ranks: 2\n"
+                             "    nproc_per_node: 1\n    placement: 0,2\n";
+    const std::string bench = "  - name: bench\n    collective: allreduce\n    bytes: 1G\n"
+                              "    ranks: 2\n    placement: 1,3\n";
+    std::ofstream(d.Path() + "/alone.yaml") << live;
+    std::ofstream(d.Path() + "/shared.yaml") << live + bench;
+    Result alone = Cli(d, "jobs " + d.Path() + "/alone.yaml");
+    ASSERT_EQ(alone.code, 0) << alone.err << alone.out;
+    Result shared = Cli(d, "jobs " + d.Path() + "/shared.yaml");
+    ASSERT_EQ(shared.code, 0) << shared.err << shared.out;
+    const auto a = Rows(alone.out);
+    const auto s = Rows(shared.out);
+    ASSERT_EQ(a.size(), 1u) << alone.out;
+    ASSERT_EQ(s.size(), 1u) << shared.out;
+    EXPECT_EQ(a[0].bytes, 64.0 * 1048576);
+    const double ratio = s[0].eventUs / a[0].eventUs;
+    EXPECT_GT(ratio, 1.9) << alone.out << shared.out;
+    EXPECT_LT(ratio, 2.05) << alone.out << shared.out;
+    EXPECT_NE(shared.out.find("\nbench                 2  1,3"), std::string::npos) << shared.out;
+    EXPECT_NE(shared.out.find("\nlive                  2  0,2"), std::string::npos) << shared.out;
+}

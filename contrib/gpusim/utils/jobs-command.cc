@@ -10,6 +10,7 @@
 #include "ns3/gpu-cluster-helper.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
+#include "ns3/live-job-source.h"
 #include "ns3/multi-job-helper.h"
 #include "ns3/record-command.h"
 #include "ns3/simulator.h"
@@ -19,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
+#include <sys/wait.h>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -37,6 +39,7 @@ PrintJobsUsage(std::ostream& os)
 {
     os << "usage: gpusim jobs SCENARIO.yaml [--preset NAME | --cluster FILE] [cluster and NCCL\n"
           "       options as for 'collective'] [--background ITEM]... [--json FILE]\n"
+          "       [--host-time MODE] [--api-costs FILE] [--timeout S]   (a run: job, as 'run')\n"
           "  SCENARIO.yaml:\n"
           "    cluster: FILE.yaml        # optional, relative to the scenario; else the options\n"
           "    jobs:\n"
@@ -50,6 +53,9 @@ PrintJobsUsage(std::ostream& os)
           "        ranks: 16\n"
           "      - name: replay\n"
           "        trace: DIR            # trace directory, Chakra ET or SimAI workload file\n"
+          "      - name: live\n"
+          "        run: ./my_cuda_program --args   # on the shim, as 'gpusim run' (one per\n"
+          "        ranks: 8                        # scenario; nproc_per_node: N optional)\n"
           "    background:               # optional; items as for --background\n"
           "      - bulk:src=0-7,dst=15,bytes=1G,rate=100Gbps\n"
           "  --fidelity defaults to chunk: shortcuts assume a collective's links are its own,\n"
@@ -63,6 +69,9 @@ struct ScenarioJob
     JobPlacement placement;
     Time start;
     std::shared_ptr<const JobTrace> trace;
+    std::vector<std::string> program; //!< a live program (run:), or empty
+    uint32_t ranks = 0;               //!< run: its GPUs
+    uint32_t nprocPerNode = 0;        //!< run: processes per server (0: one per GPU)
     std::string what; //!< one line: what the job runs
 };
 
@@ -189,7 +198,7 @@ ReadScenario(const std::string& file, std::string& clusterFile, std::vector<std:
     std::vector<ScenarioJob> out;
     const std::set<std::string> keys = {"name",       "placement", "start",  "trace",
                                         "generate",   "collective", "bytes", "ranks",
-                                        "iterations"};
+                                        "iterations", "run",        "nproc_per_node"};
     for (const YAML::Node& node : jobs)
     {
         if (!node.IsMap())
@@ -212,11 +221,11 @@ ReadScenario(const std::string& file, std::string& clusterFile, std::vector<std:
         }
         j.name = r.Scalar(node["name"], "name");
         const int sources = int(bool(node["trace"])) + int(bool(node["generate"])) +
-                            int(bool(node["collective"]));
+                            int(bool(node["collective"])) + int(bool(node["run"]));
         if (sources != 1)
         {
             r.Fail(node.Mark(), "job '" + j.name +
-                                    "': give exactly one of trace, generate, collective");
+                                    "': give exactly one of trace, generate, collective, run");
         }
         try
         {
@@ -253,6 +262,27 @@ ReadScenario(const std::string& file, std::string& clusterFile, std::vector<std:
             {
                 r.Fail(node["generate"].Mark(), "job '" + j.name + "': " + e.what());
             }
+        }
+        else if (node["run"])
+        {
+            // A live program on the shim, as `gpusim run` starts it (doc/live-mode.md).
+            std::istringstream words(r.Scalar(node["run"], "run"));
+            for (std::string w; words >> w;)
+            {
+                j.program.push_back(w);
+            }
+            if (j.program.empty() || !node["ranks"])
+            {
+                r.Fail(node.Mark(), "job '" + j.name + "': a run job needs a program and 'ranks'");
+            }
+            j.ranks = r.Unsigned(node["ranks"], "ranks");
+            j.nprocPerNode =
+                node["nproc_per_node"] ? r.Unsigned(node["nproc_per_node"], "nproc_per_node") : 0;
+            if (j.ranks < 1)
+            {
+                r.Fail(node["ranks"].Mark(), "job '" + j.name + "': 'ranks' must be at least 1");
+            }
+            j.what = "live program " + r.Scalar(node["run"], "run");
         }
         else
         {
@@ -300,7 +330,8 @@ PrintReports(std::ostream& out, const std::vector<JobReport>& reports,
 int
 JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
 {
-    std::set<std::string> valued = {"json", "background"};
+    std::set<std::string> valued = {"json", "background", "timeout"};
+    valued.insert(kHostTimeOptions.begin(), kHostTimeOptions.end());
     valued.insert(kClusterOptions.begin(), kClusterOptions.end());
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
@@ -316,9 +347,15 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         std::vector<std::string> background;
         const std::vector<ScenarioJob> jobs = ReadScenario(file, clusterFile, background);
         uint32_t ranks = 0;
+        uint32_t live = 0;
         for (const ScenarioJob& j : jobs)
         {
-            ranks += static_cast<uint32_t>(j.trace->ranks.size());
+            ranks += j.trace ? static_cast<uint32_t>(j.trace->ranks.size()) : j.ranks;
+            live += j.trace ? 0 : 1;
+        }
+        if (live > 1)
+        {
+            throw UsageError("at most one live program (run:) per scenario");
         }
         Options withCluster = o;
         if (!clusterFile.empty() && !o.Has("cluster") && !o.Has("preset"))
@@ -345,16 +382,52 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         helper.SetBackend(backend);
         ConfigureNccl(o, helper, "chunk");
         MultiJobHelper scenario(gpus, cluster.GetTopology());
+        Ptr<LiveJobSource> liveJob;
+        std::vector<LaunchPlan::Process> processes;
         for (const ScenarioJob& j : jobs)
         {
-            scenario.AddJob(j.name, j.trace, j.placement, j.start);
+            if (j.trace)
+            {
+                scenario.AddJob(j.name, j.trace, j.placement, j.start);
+                continue;
+            }
+            std::vector<std::string> launchArgs;
+            if (j.nprocPerNode)
+            {
+                launchArgs = {"--nproc-per-node", std::to_string(j.nprocPerNode)};
+            }
+            const LaunchPlan plan = LaunchPlanFromOptions(
+                Options(launchArgs, kLaunchOptions, {}), j.ranks, spec.gpusPerServer);
+            std::string tried;
+            const std::string libdir = FindShimLibDir(&tried);
+            if (libdir.empty())
+            {
+                throw std::runtime_error("job '" + j.name + "': the shim libraries were not " +
+                                         "found; looked in: " + tried);
+            }
+            liveJob = CreateObject<LiveJobSource>();
+            liveJob->SetAttribute("TimeoutS", DoubleValue(o.Number("timeout", 0)));
+            std::map<std::string, std::string> env = HostTimeEnvironment(o);
+            env["GPUSIM_GPU"] = spec.gpuModel;
+            liveJob->Launch(j.program, plan, libdir, env);
+            processes = plan.Processes();
+            // A placement error now ends gpusim, and the programs with it (the shim exits
+            // when its simulator is gone).
+            scenario.AddJob(j.name, Ptr<OpFeed>(liveJob), j.placement, j.start);
         }
         if (bg)
         {
             scenario.AddBackground(bg);
         }
         scenario.Install(helper);
-        Simulator::Run();
+        if (liveJob)
+        {
+            liveJob->Run(); // the simulation, gated on the program's progress
+        }
+        else
+        {
+            Simulator::Run();
+        }
         const std::vector<JobReport> reports = scenario.Reports();
         out << "# gpusim jobs: " << jobs.size() << " jobs, " << ranks << " ranks from " << file
             << "\n# cluster: " << DescribeCluster(spec) << "\n";
@@ -411,6 +484,23 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
             out << "# fabric: per-job link use is reported on the flow backend only\n";
         }
         int code = 0;
+        if (liveJob)
+        {
+            for (size_t p = 0; p < liveJob->GetProcesses().size(); ++p)
+            {
+                const int status = liveJob->GetProcesses()[p].status;
+                if (status != 0)
+                {
+                    err << "gpusim jobs: live program process " << p << " "
+                        << ProgramLauncher::DescribeStatus(status) << "\n";
+                    code = 3;
+                }
+            }
+            if (!liveJob->GetEndReason().empty())
+            {
+                err << "gpusim jobs: " << liveJob->GetEndReason() << "\n";
+            }
+        }
         for (const JobReport& r : reports)
         {
             for (const std::string& e : r.run.errors)
