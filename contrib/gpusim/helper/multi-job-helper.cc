@@ -209,15 +209,18 @@ std::vector<MultiJobHelper::LinkUse>
 MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
 {
     std::vector<LinkUse> out;
-    Ptr<FlowBackend> flow = DynamicCast<FlowBackend>(backend);
-    if (!flow)
-    {
-        return out;
-    }
-    const std::vector<std::vector<double>>& byOwner = flow->GetOwnerLinkBytes();
-    const std::vector<double>& total = flow->GetLinkBytes();
+    // Per owner and link (with one owner on the backend, all of a link's bytes are owner 0's).
+    const std::vector<std::vector<double>> byOwner = backend->GetOwnerLinkBytes();
     const auto& links = m_topology->Links();
     const auto& vertices = m_topology->Vertices();
+    std::vector<double> total(links.size(), 0.0);
+    for (const auto& perLink : byOwner)
+    {
+        for (size_t l = 0; l < perLink.size() && l < total.size(); ++l)
+        {
+            total[l] += perLink[l];
+        }
+    }
     std::vector<uint32_t> bgOwners; // per background generator
     for (const Ptr<BackgroundTraffic>& bg : m_background)
     {
@@ -226,10 +229,6 @@ MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
             bgOwners.push_back(bg->IsInstalled() ? bg->GetOwner(g) : UINT32_MAX);
         }
     }
-    // One owner on the backend: it keeps no split, the link's total is that owner's.
-    const size_t nOwners =
-        bgOwners.size() + std::count_if(m_jobs.begin(), m_jobs.end(),
-                                        [](const Job& j) { return j.workload != nullptr; });
     for (uint32_t l = 0; l < links.size() && l < total.size(); ++l)
     {
         if (total[l] <= 0 || (fabricOnly && links[l].kind != TopoLinkKind::Fabric &&
@@ -249,11 +248,7 @@ MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
                 continue;
             }
             const uint32_t owner = m_jobs[k].workload->GetNcclWorld()->GetOwner();
-            if (nOwners == 1)
-            {
-                u.bytes[k] = total[l]; // one owner: the backend keeps no split
-            }
-            else if (owner < byOwner.size() && l < byOwner[owner].size())
+            if (owner < byOwner.size() && l < byOwner[owner].size())
             {
                 u.bytes[k] = byOwner[owner][l];
             }
@@ -261,11 +256,7 @@ MultiJobHelper::FabricUse(Ptr<NetworkBackend> backend, bool fabricOnly) const
         u.background.assign(bgOwners.size(), 0.0);
         for (size_t g = 0; g < bgOwners.size(); ++g)
         {
-            if (nOwners == 1 && bgOwners[g] != UINT32_MAX)
-            {
-                u.background[g] = total[l];
-            }
-            else if (bgOwners[g] < byOwner.size() && l < byOwner[bgOwners[g]].size())
+            if (bgOwners[g] < byOwner.size() && l < byOwner[bgOwners[g]].size())
             {
                 u.background[g] = byOwner[bgOwners[g]][l];
             }

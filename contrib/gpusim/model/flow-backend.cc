@@ -290,10 +290,19 @@ FlowBackend::GetLinkReservedUntil(uint32_t link) const
     return link < m_reservedUntil.size() ? m_reservedUntil[link] : Time(0);
 }
 
-const std::vector<std::vector<double>>&
+std::vector<std::vector<double>>
 FlowBackend::GetOwnerLinkBytes() const
 {
-    return m_ownerLinkBytes;
+    if (m_ownerLinkBytes.empty())
+    {
+        return {m_linkBytes}; // one owner: it keeps no split
+    }
+    std::vector<std::vector<double>> out = m_ownerLinkBytes;
+    for (auto& v : out)
+    {
+        v.resize(m_linkBytes.size(), 0.0);
+    }
+    return out;
 }
 
 const std::vector<double>&

@@ -85,8 +85,8 @@ class FlowBackend : public NetworkBackend
     void ReserveLinks(const std::vector<uint32_t>& links, Time until);
     Time GetLinkReservedUntil(uint32_t link) const;
     /// Bytes carried per directed link by each owner's transfers (NetworkBackend::OwnerOf),
-    /// counted when a flow finishes draining; empty until a second owner attached.
-    const std::vector<std::vector<double>>& GetOwnerLinkBytes() const;
+    /// counted when a flow finishes draining (with one owner: GetLinkBytes as owner 0's).
+    std::vector<std::vector<double>> GetOwnerLinkBytes() const override;
 
     // ---- rate history and rollback (live mode) ----
     /// Records into `history` from now on (null stops recording).

@@ -73,6 +73,12 @@ NetworkBackend::AcquireOwner()
     return m_owners++;
 }
 
+std::vector<std::vector<double>>
+NetworkBackend::GetOwnerLinkBytes() const
+{
+    return {};
+}
+
 uint32_t
 NetworkBackend::GetNOwners() const
 {

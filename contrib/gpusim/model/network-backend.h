@@ -82,6 +82,11 @@ class NetworkBackend : public Object
         return (static_cast<uint64_t>(owner) << kOwnerShift) + 1;
     }
 
+    /// Bytes each owner's transfers carried over each directed link so far: [owner][link]
+    /// (links the backend models as flows or packets; a backend that keeps no split returns
+    /// all of a link's bytes as owner 0's while it has one owner). The base keeps none.
+    virtual std::vector<std::vector<double>> GetOwnerLinkBytes() const;
+
     /// Transfers started but not yet delivered (for stuck-run reports).
     virtual std::vector<TransferRecord> InFlight() const = 0;
 

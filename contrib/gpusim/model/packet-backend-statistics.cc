@@ -15,6 +15,8 @@
 #include "ns3/point-to-point-net-device.h"
 #include "ns3/queue-disc.h"
 #include "ns3/queue.h"
+#include "ns3/queue-item.h"
+#include "ns3/transfer-owner-tag.h"
 #include "ns3/simulator.h"
 
 #include <algorithm>
@@ -381,6 +383,68 @@ PacketBackend::WriteCsv(const std::string& prefix) const
     }
     gpusim::WriteFileAtomically(prefix + "-transfers.csv", tr.str());
     WriteRdmaCsv(prefix);
+}
+
+void
+PacketBackend::StartOwnerTagging()
+{
+    m_ownerTagging = true;
+    m_transport->SetTagOwners(true);
+    for (size_t k = 0; k < m_linkQdisc.size(); ++k)
+    {
+        if (m_linkQdisc[k])
+        {
+            m_linkQdisc[k]->TraceConnectWithoutContext(
+                "Dequeue",
+                MakeCallback(&PacketBackend::OnOwnerDequeue, this).Bind(m_packetLinks[k]));
+        }
+    }
+}
+
+void
+PacketBackend::OnOwnerDequeue(uint32_t link, Ptr<const QueueDiscItem> item)
+{
+    TransferOwnerTag tag;
+    if (!item->GetPacket()->FindFirstMatchingByteTag(tag))
+    {
+        return; // acknowledgements, control frames
+    }
+    const uint32_t owner = tag.GetOwner();
+    if (m_ownerLinkBytes.size() <= owner)
+    {
+        m_ownerLinkBytes.resize(owner + 1);
+    }
+    std::vector<double>& bytes = m_ownerLinkBytes[owner];
+    if (bytes.size() <= link)
+    {
+        bytes.resize(m_topology->Links().size(), 0.0);
+    }
+    bytes[link] += item->GetSize();
+}
+
+std::vector<std::vector<double>>
+PacketBackend::GetOwnerLinkBytes() const
+{
+    const size_t nLinks = m_topology ? m_topology->Links().size() : 0;
+    if (!m_ownerTagging)
+    {
+        // One owner: every byte its links sent is its.
+        std::vector<double> all(nLinks, 0.0);
+        for (size_t k = 0; k < m_linkQdisc.size(); ++k)
+        {
+            if (m_linkQdisc[k])
+            {
+                all[m_packetLinks[k]] = m_linkQdisc[k]->GetStats().nTotalSentBytes;
+            }
+        }
+        return {all};
+    }
+    std::vector<std::vector<double>> out = m_ownerLinkBytes;
+    for (auto& v : out)
+    {
+        v.resize(nLinks, 0.0);
+    }
+    return out;
 }
 
 } // namespace ns3

@@ -495,6 +495,10 @@ PacketBackend::StartTransfer(uint64_t id,
         throw std::logic_error("PacketBackend::StartTransfer: no topology set");
     }
     EnsureBuilt();
+    if (!m_ownerTagging && GetNOwners() > 1)
+    {
+        StartOwnerTagging();
+    }
     const PairInfo& pair = Pair(srcGpu, dstGpu);
     NS_LOG_FUNCTION(this << id << srcGpu << dstGpu << bytes << flowKey);
     TransferRecord rec;

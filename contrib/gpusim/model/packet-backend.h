@@ -33,6 +33,8 @@
 namespace ns3
 {
 
+class QueueDiscItem;
+
 class FlowMonitor;
 class PfcController;
 class FlowMonitorHelper;
@@ -151,6 +153,10 @@ class PacketBackend : public NetworkBackend
     /// Everything above as one JSON object (see doc/packet-backend.md for the schema).
     std::string ToJson() const;
     std::string StatsJson() const override { return ToJson(); }
+    /// Per owner, the bytes (IP packets) of its transfers' data leaving each packet link's
+    /// egress queue (counted from their TransferOwnerTag once a second owner shares the
+    /// fabric; before that, every link's bytes as owner 0's).
+    std::vector<std::vector<double>> GetOwnerLinkBytes() const override;
     /// Writes PREFIX-links.csv, PREFIX-samples.csv and PREFIX-transfers.csv; with the rdma
     /// transport also PREFIX-qps.csv, with PFC also PREFIX-pfc.csv.
     void WriteCsv(const std::string& prefix) const;
@@ -200,6 +206,10 @@ class PacketBackend : public NetworkBackend
     };
 
     void EnsureBuilt();
+    /// A second owner shares the fabric: the transports tag their data with its owner and
+    /// every packet link's egress queue counts each owner's bytes (OnOwnerDequeue).
+    void StartOwnerTagging();
+    void OnOwnerDequeue(uint32_t link, Ptr<const QueueDiscItem> item);
     void BuildQueueDisc(uint32_t link, Ptr<NetDevice> dev, bool switchEgress);
     double PortBufferBytes(uint32_t link) const;
     /// Build(): PFC on the sender's port of `link` (before its IPv4 interface exists).
@@ -259,6 +269,8 @@ class PacketBackend : public NetworkBackend
     std::vector<int32_t> m_linkSlot;            //!< link id -> index in m_packetLinks or -1
     std::vector<Ptr<NetDevice>> m_linkDev;      //!< per slot: transmitting device
     std::vector<Ptr<QueueDisc>> m_linkQdisc;    //!< per slot: egress queue disc
+    bool m_ownerTagging = false;                 //!< several owners: tags on, queues counting
+    std::vector<std::vector<double>> m_ownerLinkBytes; //!< [owner][link] (tagged packets)
     std::vector<uint32_t> m_linkIface;          //!< per slot: Ipv4 interface at the sender
     std::vector<bool> m_linkSwitchEgress;       //!< per slot
     std::vector<int32_t> m_linkPfcPort;         //!< per slot: port in the sender's controller

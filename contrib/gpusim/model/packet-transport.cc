@@ -1,5 +1,8 @@
 #include "ns3/packet-transport.h"
 
+#include "ns3/network-backend.h"
+#include "ns3/transfer-owner-tag.h"
+
 namespace ns3
 {
 
@@ -20,6 +23,21 @@ PacketTransport::DoDispose()
     m_message = nullptr;
     m_failure = nullptr;
     Object::DoDispose();
+}
+
+void
+PacketTransport::SetTagOwners(bool on)
+{
+    m_tagOwners = on;
+}
+
+void
+PacketTransport::TagOwner(const Ptr<Packet>& p, uint64_t id) const
+{
+    if (m_tagOwners)
+    {
+        p->AddByteTag(TransferOwnerTag(NetworkBackend::OwnerOf(id)));
+    }
 }
 
 void

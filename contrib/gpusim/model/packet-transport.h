@@ -13,6 +13,7 @@
 #include "ns3/ipv4-address.h"
 #include "ns3/node.h"
 #include "ns3/object.h"
+#include "ns3/packet.h"
 #include "ns3/ptr.h"
 
 #include <cstdint>
@@ -70,11 +71,17 @@ class PacketTransport : public Object
     /// Retransmitted data segments (or packets) so far.
     virtual uint64_t GetRetransmissions() const = 0;
 
+    /// Puts a TransferOwnerTag (NetworkBackend::OwnerOf the message id) on every data packet
+    /// from now on (several owners share the fabric; off by default: no cost for one job).
+    void SetTagOwners(bool on);
+
     void SetMessageCallback(MessageCallback cb);
     void SetFailureCallback(FailureCallback cb);
 
   protected:
     void DoDispose() override;
+    /// Adds the owner tag of message `id` to `p` when SetTagOwners is on.
+    void TagOwner(const Ptr<Packet>& p, uint64_t id) const;
     /// For implementations: report a received message.
     void NotifyMessage(uint64_t id) const;
     /// For implementations: report a failed connection.
@@ -83,6 +90,7 @@ class PacketTransport : public Object
   private:
     MessageCallback m_message; //!< where received messages go
     FailureCallback m_failure; //!< where connection failures go
+    bool m_tagOwners = false;
 };
 
 } // namespace ns3

@@ -413,6 +413,7 @@ RdmaTransport::SendData(RdmaQueuePair& qp)
     h.msgId = seg.msgId;
     h.tsNs = uint64_t(now.GetNanoSeconds());
     Ptr<Packet> p = Create<Packet>(seg.payload);
+    TagOwner(p, seg.msgId);
     p->AddHeader(h);
     qp.Advance();
     ++qp.txPackets;

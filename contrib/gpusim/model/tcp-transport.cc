@@ -447,7 +447,9 @@ TcpTransport::Pump(Connection& c)
             uint8_t h[kHeaderBytes];
             PutU64(h, m.id);
             PutU64(h + 8, m.bytes);
-            if (c.socket->Send(Create<Packet>(h, kHeaderBytes)) < 0)
+            Ptr<Packet> header = Create<Packet>(h, kHeaderBytes);
+            TagOwner(header, m.id);
+            if (c.socket->Send(header) < 0)
             {
                 return;
             }
@@ -459,7 +461,9 @@ TcpTransport::Pump(Connection& c)
         const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(m.left, avail));
         if (n > 0)
         {
-            if (c.socket->Send(Create<Packet>(n)) < 0)
+            Ptr<Packet> payload = Create<Packet>(n);
+            TagOwner(payload, m.id);
+            if (c.socket->Send(payload) < 0)
             {
                 return;
             }

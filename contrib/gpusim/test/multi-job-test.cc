@@ -358,6 +358,31 @@ TEST(MultiJob, CliRunsAScenarioFileAndReportsSharedLinks)
     EXPECT_NE(out.find("4 of them for more than one job; the busiest shared: "),
               std::string::npos)
         << out;
+    // The packet backend splits its links' bytes by job too (owner tags on the transports'
+    // data, counted at each egress queue): with 16 MiB AllReduces, both jobs on the 4 spine
+    // links with the same IP bytes (headers included, so above the flow backend's 16.84 MiB
+    // of wire bytes and within 3 % of them).
+    const std::string small = "    collective: allreduce\n    bytes: 16M\n    ranks: 2\n";
+    const std::string smallScenario =
+        WriteFile(tmp, "small.yaml",
+                  "cluster: cluster.yaml\njobs:\n  - name: a\n" + small +
+                      "    placement: 0,2\n  - name: b\n" + small + "    placement: 1,3\n");
+    for (const char* transport : {"tcp", "rdma"})
+    {
+        const CliResult p =
+            Cli({"jobs", smallScenario, "--backend", "packet", "--transport", transport});
+        ASSERT_EQ(p.code, 0) << p.err;
+        const size_t at = p.out.find("4 of them for more than one job; the busiest shared: ");
+        ASSERT_NE(at, std::string::npos) << p.out;
+        double mibA = 0;
+        double mibB = 0;
+        const size_t open = p.out.find("(a ", at);
+        ASSERT_EQ(std::sscanf(p.out.c_str() + open, "(a %lf MiB, b %lf MiB)", &mibA, &mibB), 2)
+            << p.out.substr(at, 120);
+        EXPECT_EQ(mibA, mibB) << transport;
+        EXPECT_GT(mibA, 16.84) << transport;
+        EXPECT_LT(mibA, 16.84 * 1.03) << transport;
+    }
     // With a checkpoint-style bulk flow from GPU 0 across the spine as background traffic, its
     // completion time is reported and job a (which shares GPU 0's NIC with it) is slower.
     const std::string withBg = WriteFile(

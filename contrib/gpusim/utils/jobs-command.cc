@@ -458,7 +458,6 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                 busiest = &u;
             }
         }
-        if (DynamicCast<FlowBackend>(backend))
         {
             out << "# fabric: " << use.size() << " NIC and switch links carried bytes, "
                 << shared << " of them for more than one job";
@@ -478,10 +477,6 @@ JobsCommand(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                 out << ")";
             }
             out << "\n";
-        }
-        else
-        {
-            out << "# fabric: per-job link use is reported on the flow backend only\n";
         }
         int code = 0;
         if (liveJob)
