@@ -27,6 +27,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <map>
 
@@ -71,23 +72,19 @@ struct Result
     uint64_t conflicts = 0; //!< shortcuts that met the other job's traffic, all jobs
 };
 
+/// Runs the jobs `addJobs` adds on a cluster of `spec` (flow backend, `fidelity`).
 Result
-RunJobs(const std::vector<JobSpec>& specs,
-        uint64_t bytes,
-        uint32_t iters = 1,
-        const std::string& fidelity = "chunk")
+RunScenario(const gpusim::ClusterSpec& spec,
+            const std::function<void(MultiJobHelper&)>& addJobs,
+            const std::string& fidelity = "chunk")
 {
     GpuClusterHelper cluster;
-    cluster.SetSpec(TwoLeaves());
+    cluster.SetSpec(spec);
     NodeContainer gpus = cluster.Create();
     Ptr<FlowBackend> net = CreateObject<FlowBackend>();
     net->SetTopology(cluster.GetTopology());
     MultiJobHelper jobs(gpus, cluster.GetTopology());
-    for (const JobSpec& s : specs)
-    {
-        jobs.AddJob(s.name, AllReduceJob(bytes, iters), JobPlacement::Parse(s.placement),
-                    s.start);
-    }
+    addJobs(jobs);
     GpuWorkloadHelper helper;
     helper.SetBackend(net);
     helper.SetNcclAttribute("Fidelity", StringValue(fidelity));
@@ -103,6 +100,25 @@ RunJobs(const std::vector<JobSpec>& specs,
     }
     Simulator::Destroy();
     return r;
+}
+
+/// The AllReduce jobs of `specs` (`iters` of `bytes` each) on the two-leaf cluster.
+Result
+RunJobs(const std::vector<JobSpec>& specs,
+        uint64_t bytes,
+        uint32_t iters = 1,
+        const std::string& fidelity = "chunk")
+{
+    return RunScenario(
+        TwoLeaves(),
+        [&](MultiJobHelper& jobs) {
+            for (const JobSpec& s : specs)
+            {
+                jobs.AddJob(s.name, AllReduceJob(bytes, iters), JobPlacement::Parse(s.placement),
+                            s.start);
+            }
+        },
+        fidelity);
 }
 
 Time
@@ -443,26 +459,11 @@ TEST(MultiJob, AJobThatLosesItsPathFailsAloneAndTheOtherFinishes)
     Config::SetDefault("ns3::NetworkBackend::TransportTimeout", TimeValue(MilliSeconds(1)));
     auto spec = TwoLeaves();
     spec.fabricEvents = gpusim::ParseLinkDown("s0/nic0@1us");
-    GpuClusterHelper cluster;
-    cluster.SetSpec(spec);
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
-    MultiJobHelper jobs(gpus, cluster.GetTopology());
     const uint64_t S = 64ull << 20;
-    jobs.AddJob("a", AllReduceJob(S), JobPlacement::Parse("0,2"));
-    jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
-    GpuWorkloadHelper helper;
-    helper.SetBackend(net);
-    helper.SetNcclAttribute("Fidelity", StringValue("chunk"));
-    jobs.Install(helper);
-    Simulator::Run();
-    const std::vector<JobReport> r = jobs.Reports();
-    for (uint32_t k = 0; k < jobs.GetNJobs(); ++k)
-    {
-        jobs.GetWorkload(k)->Dispose();
-    }
-    Simulator::Destroy();
+    const std::vector<JobReport> r = RunScenario(spec, [&](MultiJobHelper& jobs) {
+                                         jobs.AddJob("a", AllReduceJob(S), JobPlacement::Parse("0,2"));
+                                         jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
+                                     }).jobs;
     Config::SetDefault("ns3::NetworkBackend::TransportTimeout",
                        TimeValue(MicroSeconds(4.096 * 1048576 * 8)));
     EXPECT_FALSE(r[0].run.completed);
@@ -483,27 +484,12 @@ TEST(MultiJob, AJobFedWhileItRunsSharesTheFabricLikeAnyOther)
     // JobsSharingTheSpineUplinksSlowEachOtherByTheLinkShare (45320.2 us each).
     const uint64_t S = 256ull << 20;
     const Result traces = RunJobs({{"a", "0,2", Seconds(0)}, {"b", "1,3", Seconds(0)}}, S);
-    GpuClusterHelper cluster;
-    cluster.SetSpec(TwoLeaves());
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
-    MultiJobHelper jobs(gpus, cluster.GetTopology());
     Ptr<TraceOpFeed> feed = CreateObject<TraceOpFeed>();
     feed->SetJob(*AllReduceJob(S));
-    jobs.AddJob("a", feed, JobPlacement::Parse("0,2"));
-    jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
-    GpuWorkloadHelper helper;
-    helper.SetBackend(net);
-    helper.SetNcclAttribute("Fidelity", StringValue("chunk"));
-    jobs.Install(helper);
-    Simulator::Run();
-    const std::vector<JobReport> r = jobs.Reports();
-    for (uint32_t k = 0; k < jobs.GetNJobs(); ++k)
-    {
-        jobs.GetWorkload(k)->Dispose();
-    }
-    Simulator::Destroy();
+    const std::vector<JobReport> r = RunScenario(TwoLeaves(), [&](MultiJobHelper& jobs) {
+                                         jobs.AddJob("a", feed, JobPlacement::Parse("0,2"));
+                                         jobs.AddJob("b", AllReduceJob(S), JobPlacement::Parse("1,3"));
+                                     }).jobs;
     ASSERT_TRUE(r[0].run.completed) << r[0].run.stuck;
     ASSERT_TRUE(r[1].run.completed) << r[1].run.stuck;
     EXPECT_EQ(r[0].gpus, (std::vector<uint32_t>{0, 2}));
