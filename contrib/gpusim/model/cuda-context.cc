@@ -1095,17 +1095,19 @@ CudaContext::WhenDeviceIdle(std::function<void()> cb)
             targets->push_back({s, s->GetEnqueuedSeq()});
         }
     }
+    // The step holds itself only weakly: the stream's waiter holds it strongly, so a device
+    // that never drains (a job that failed) frees everything when its streams are disposed.
     auto step = std::make_shared<std::function<void(size_t)>>();
-    *step = [targets, step, cb](size_t i) {
+    std::weak_ptr<std::function<void(size_t)>> self = step;
+    *step = [targets, self, cb](size_t i) {
         if (i == targets->size())
         {
             Simulator::ScheduleNow(cb);
-            *step = nullptr; // break the self-reference cycle
             return;
         }
         auto [s, seq] = (*targets)[i];
-        auto next = *step;
-        s->WhenCompleted(seq, [next, i]() { next(i + 1); });
+        auto next = self.lock(); // alive: our caller holds it
+        s->WhenCompleted(seq, [next, i]() { (*next)(i + 1); });
     };
     (*step)(0);
 }
