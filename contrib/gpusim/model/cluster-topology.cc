@@ -464,30 +464,8 @@ ClusterTopology::DistancesTo(uint32_t dstVertex) const
     {
         return it->second;
     }
-    // Reverse BFS over incoming links. Only switches (and the destination itself) forward:
-    // a NIC gets a distance (it may be a source) but is never expanded.
-    std::vector<uint32_t> dist(m_vertices.size(), kUnset);
-    std::vector<uint32_t> queue;
-    queue.reserve(64);
-    dist[dstVertex] = 0;
-    queue.push_back(dstVertex);
-    for (size_t head = 0; head < queue.size(); ++head)
-    {
-        const uint32_t v = queue[head];
-        if (v != dstVertex && m_vertices[v].type != TopoVertexType::Switch)
-        {
-            continue;
-        }
-        for (uint32_t l : m_in[v])
-        {
-            const uint32_t u = m_links[l].from;
-            if (dist[u] == kUnset && IsFabricVertex(m_vertices[u].type))
-            {
-                dist[u] = dist[v] + 1;
-                queue.push_back(u);
-            }
-        }
-    }
+    std::vector<uint32_t> dist;
+    ReverseBfs(dstVertex, nullptr, dist);
     return m_distCache.emplace(dstVertex, std::move(dist)).first->second;
 }
 
@@ -504,13 +482,16 @@ ClusterTopology::PickLink(uint32_t from,
 }
 
 void
-ClusterTopology::DistancesAvoiding(uint32_t dstVertex,
-                                   const std::vector<uint8_t>& down,
-                                   std::vector<uint32_t>& dist) const
+ClusterTopology::ReverseBfs(uint32_t dstVertex,
+                            const std::vector<uint8_t>* down,
+                            std::vector<uint32_t>& dist) const
 {
-    // DistancesTo's reverse BFS without the links marked down.
+    // Reverse BFS over incoming links (those not marked down). Only switches (and the
+    // destination itself) forward: a NIC gets a distance (it may be a source) but is never
+    // expanded.
     dist.assign(m_vertices.size(), kUnset);
     std::vector<uint32_t> queue;
+    queue.reserve(64);
     dist[dstVertex] = 0;
     queue.push_back(dstVertex);
     for (size_t head = 0; head < queue.size(); ++head)
@@ -523,7 +504,7 @@ ClusterTopology::DistancesAvoiding(uint32_t dstVertex,
         for (uint32_t l : m_in[v])
         {
             const uint32_t u = m_links[l].from;
-            if (!down[l] && dist[u] == kUnset && IsFabricVertex(m_vertices[u].type))
+            if (!(down && (*down)[l]) && dist[u] == kUnset && IsFabricVertex(m_vertices[u].type))
             {
                 dist[u] = dist[v] + 1;
                 queue.push_back(u);
@@ -688,7 +669,7 @@ ClusterTopology::RouteImpl(uint32_t srcGpu,
         std::vector<uint32_t> avoiding;
         if (down)
         {
-            DistancesAvoiding(target, *down, avoiding);
+            ReverseBfs(target, down, avoiding);
         }
         const std::vector<uint32_t>& dist = down ? avoiding : DistancesTo(target);
         if (dist[srcNic] == kUnset)

@@ -160,10 +160,10 @@ class ClusterTopology : public Object
 
   private:
     const std::vector<uint32_t>& DistancesTo(uint32_t dstVertex) const;
-    /// DistancesTo over the links not marked in `down` (computed into `dist`, uncached).
-    void DistancesAvoiding(uint32_t dstVertex,
-                           const std::vector<uint8_t>& down,
-                           std::vector<uint32_t>& dist) const;
+    /// Hop distances to dstVertex over the links not marked `down` (null: every link).
+    void ReverseBfs(uint32_t dstVertex,
+                    const std::vector<uint8_t>* down,
+                    std::vector<uint32_t>& dist) const;
     /// One of the (parallel) links from -> to chosen by flowHash, skipping links marked in
     /// `down` (when not null); UINT32_MAX if none.
     uint32_t PickLink(uint32_t from,

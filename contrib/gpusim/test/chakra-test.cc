@@ -2,6 +2,7 @@
 // in the repository, see test/data/chakra/README.md), DAG -> Op IR timing derived by hand,
 // Op IR -> Chakra -> Op IR round trips, malformed files and the `gpusim chakra` CLI (on ET
 // files the tests write themselves).
+#include "flat-run-test-util.h"
 #include "flow-test-topology.h"
 #include "ns3/chakra-trace.h"
 #include "ns3/cluster-spec.h"
@@ -89,18 +90,8 @@ struct SimRun
 SimRun
 Simulate(const JobTrace& job)
 {
-    GpuClusterHelper cluster;
-    cluster.SetSpec(FlatSpec(job.ranks.size()));
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
-    GpuWorkloadHelper h;
-    h.SetBackend(net);
-    h.SetNcclAttribute("Efficiency", DoubleValue(1));
-    h.SetNcclAttribute("Algorithm", StringValue("ring"));
     SimRun r;
-    r.w = h.Install(std::make_shared<JobTrace>(job), gpus);
-    Simulator::Run();
+    r.w = gpusim_test::RunRingOnFlatSpec(job);
     r.report = r.w->Check();
     return r;
 }

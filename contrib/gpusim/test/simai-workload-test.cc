@@ -2,6 +2,7 @@
 // Op IR of one layer checked by hand (kernels, collective kinds, bytes, communicator members),
 // errors naming file and line for each kind of bad input, simulations whose iteration times
 // are derived by hand, and the `gpusim simai` / `gpusim simulate FILE` command lines.
+#include "flat-run-test-util.h"
 #include "flow-test-topology.h"
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
@@ -49,17 +50,7 @@ struct SimaiRun
 SimaiRun
 Simulate(const JobTrace& job)
 {
-    GpuClusterHelper cluster;
-    cluster.SetSpec(FlatSpec(job.ranks.size()));
-    NodeContainer gpus = cluster.Create();
-    Ptr<FlowBackend> net = CreateObject<FlowBackend>();
-    net->SetTopology(cluster.GetTopology());
-    GpuWorkloadHelper h;
-    h.SetBackend(net);
-    h.SetNcclAttribute("Efficiency", DoubleValue(1));
-    h.SetNcclAttribute("Algorithm", StringValue("ring"));
-    Ptr<GpuWorkload> w = h.Install(std::make_shared<JobTrace>(job), gpus);
-    Simulator::Run();
+    Ptr<GpuWorkload> w = gpusim_test::RunRingOnFlatSpec(job);
     const RunReport rep = w->Check();
     SimaiRun r;
     r.completed = rep.completed;
