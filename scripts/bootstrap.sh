@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # Installs gpusim's build dependencies from Debian's packages (only those missing) and builds
 # gpusim into ./build. Safe to run again: a second run only rebuilds what changed.
+#
+#   scripts/bootstrap.sh          # against Debian's libns3-dev
+#   scripts/bootstrap.sh --mpi    # also builds ns-3 3.37 with its distributed (MPI) simulator
+#                                 # from Debian's source package into build/ns3-mpi (once,
+#                                 # cached) and links gpusim to it (doc/packet-backend.md,
+#                                 # "Distributed runs (MPI)")
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+MPI=0
+for a in "$@"; do
+  case "$a" in
+    --mpi) MPI=1 ;;
+    *) echo "bootstrap: unknown option '$a' (known: --mpi)" >&2; exit 1 ;;
+  esac
+done
 
 PACKAGES=(
   cmake ninja-build g++ ccache pkg-config
@@ -14,6 +28,9 @@ PACKAGES=(
   libjemalloc-dev                       # the gpusim program's allocator (contrib/gpusim/CMakeLists.txt)
   openmpi-bin libopenmpi-dev            # mpirun-launched programs on the shim (shim/test/mpi_train.cc)
 )
+if ((MPI)); then
+  PACKAGES+=(curl dpkg-dev bzip2 xz-utils)  # fetch and unpack Debian's ns3 source package
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -30,5 +47,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+MPI_ARGS=()
+if ((MPI)); then
+  bash scripts/build-ns3-mpi.sh "$(nproc)"
+  MPI_ARGS=(-DGPUSIM_NS3_MPI="$PWD/build/ns3-mpi/install")
+fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${MPI_ARGS[@]}" >/dev/null
 cmake --build build -j"$(nproc)"

@@ -1,5 +1,7 @@
 #include "ns3/json-writer.h"
 
+#include "ns3/distributed-run.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -203,6 +205,10 @@ JsonWriter::Escape(const std::string& s)
 void
 WriteFileAtomically(const std::string& path, const std::string& content)
 {
+    if (DistributedRank() != 0)
+    {
+        return; // distributed runs: every process has the same results; process 0 writes
+    }
     const std::string tmp = path + ".tmp";
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

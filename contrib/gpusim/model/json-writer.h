@@ -46,7 +46,8 @@ class JsonWriter
     bool m_afterKey = false;
 };
 
-/// Writes content to path atomically (temp file + rename); throws std::runtime_error.
+/// Writes content to path atomically (temp file + rename); throws std::runtime_error. In a
+/// distributed run (distributed-run.h) only process 0 writes.
 void WriteFileAtomically(const std::string& path, const std::string& content);
 
 } // namespace gpusim

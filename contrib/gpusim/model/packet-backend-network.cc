@@ -299,7 +299,7 @@ PacketBackend::GetTotalPauses() const
             n += c->GetPortStats(p).pausesSent;
         }
     }
-    return n;
+    return SumOverProcesses(n);
 }
 
 void

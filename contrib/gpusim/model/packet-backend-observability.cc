@@ -2,6 +2,7 @@
 // port, in the JSON, the CSV tables and Perfetto counter tracks. Without RDMA/PFC these add
 // nothing, so the TCP outputs stay as they were (apart from the queue counter tracks).
 #include "ns3/packet-backend.h"
+#include "ns3/distributed-run.h"
 #include "ns3/pfc-controller.h"
 #include "ns3/rdma-transport.h"
 
@@ -51,7 +52,35 @@ PacketBackend::WriteRdmaJson(gpusim::JsonWriter& j) const
     {
         return;
     }
-    const RdmaTransport::Counters& c = rdma->GetCounters();
+    RdmaTransport::Counters c = rdma->GetCounters();
+    const auto qps = rdma->GetQueuePairs();
+    // Distributed runs: counters from every process; a queue pair's from its sender's.
+    std::vector<uint64_t> sums{c.dataPackets, c.ackPackets, c.nackPackets, c.cnpPackets,
+                               c.cePackets,   c.timeouts,   c.retransmitted, c.outOfOrder,
+                               c.reordered};
+    std::vector<double> qpRates(qps.size(), 0.0);
+    for (size_t i = 0; i < qps.size(); ++i)
+    {
+        const bool local = !m_distributed || qps[i]->socket;
+        sums.push_back(local ? qps[i]->txPackets : 0);
+        sums.push_back(local ? qps[i]->ackedBytes : 0);
+        sums.push_back(local && qps[i]->failed ? 1 : 0);
+        qpRates[i] = local ? qps[i]->cc->GetRateBps() : 0.0;
+    }
+    if (m_distributed)
+    {
+        gpusim::DistributedSum(sums);
+        gpusim::DistributedSum(qpRates);
+    }
+    c.dataPackets = sums[0];
+    c.ackPackets = sums[1];
+    c.nackPackets = sums[2];
+    c.cnpPackets = sums[3];
+    c.cePackets = sums[4];
+    c.timeouts = sums[5];
+    c.retransmitted = sums[6];
+    c.outOfOrder = sums[7];
+    c.reordered = sums[8];
     j.Key("rdma").BeginObject();
     j.Key("congestion_control").String(rdma->GetCongestionControl());
     j.Key("data_packets").Uint(c.dataPackets).Key("acks").Uint(c.ackPackets);
@@ -61,16 +90,15 @@ PacketBackend::WriteRdmaJson(gpusim::JsonWriter& j) const
     j.Key("out_of_order_packets").Uint(c.outOfOrder);
     j.Key("reordered_packets").Uint(c.reordered);
     j.Key("queue_pairs").BeginArray();
-    const auto qps = rdma->GetQueuePairs();
     for (size_t i = 0; i < qps.size(); ++i)
     {
         const RdmaQueuePair* qp = qps[i];
         j.BeginObject().Key("id").Uint(qp->Id());
         j.Key("src_gpu").Uint(qp->Key().srcGpu).Key("dst_gpu").Uint(qp->Key().dstGpu);
         j.Key("flow_key").Uint(qp->Key().flowKey);
-        j.Key("tx_packets").Uint(qp->txPackets).Key("acked_bytes").Uint(qp->ackedBytes);
-        j.Key("rate_gbps").Double(qp->cc->GetRateBps() / 1e9);
-        j.Key("failed").Bool(qp->failed);
+        j.Key("tx_packets").Uint(sums[9 + 3 * i]).Key("acked_bytes").Uint(sums[10 + 3 * i]);
+        j.Key("rate_gbps").Double(qpRates[i] / 1e9);
+        j.Key("failed").Bool(sums[11 + 3 * i] != 0);
         j.Key("rate_gbps_samples").BeginArray();
         for (const auto& sample : m_qpRateSeries)
         {

@@ -88,6 +88,7 @@ PacketBackend::GetLinkStats() const
         }
         out.push_back(s);
     }
+    SumLinkStats(out); // distributed runs: each link's counters from its sender's process
     return out;
 }
 
@@ -111,7 +112,7 @@ PacketBackend::GetTotalDrops() const
     {
         n += q->GetStats().nTotalDroppedPackets;
     }
-    return n;
+    return SumOverProcesses(n); // other processes' nodes drop nothing here
 }
 
 uint64_t
@@ -122,13 +123,13 @@ PacketBackend::GetTotalMarks() const
     {
         n += q->GetStats().nTotalMarkedPackets;
     }
-    return n;
+    return SumOverProcesses(n);
 }
 
 uint64_t
 PacketBackend::GetRetransmissions() const
 {
-    return m_transport ? m_transport->GetRetransmissions() : 0;
+    return SumOverProcesses(m_transport ? m_transport->GetRetransmissions() : 0);
 }
 
 Ptr<FlowMonitor>
@@ -279,7 +280,10 @@ PacketBackend::ToJson() const
         j.Key("gbps").Double(s.bitsPerSec / 1e9).Key("switch_egress").Bool(s.switchEgress);
         j.Key("tx_bytes").Uint(s.txBytes).Key("tx_packets").Uint(s.txPackets);
         j.Key("drops").Uint(s.drops).Key("ecn_marks").Uint(s.marks);
-        j.Key("mean_utilisation").Double(GetLinkUtilisation(s.link, now));
+        // GetLinkUtilisation from the (summed, when distributed) byte counter.
+        j.Key("mean_utilisation")
+            .Double(now.IsStrictlyPositive() ? s.txBytes * 8.0 / (s.bitsPerSec * now.GetSeconds())
+                                             : 0.0);
         j.Key("mean_backlog_bytes").Double(s.meanBacklogBytes);
         j.Key("max_backlog_bytes").Uint(s.maxBacklogBytes);
         j.EndObject();

@@ -369,6 +369,7 @@ PacketBackend::Build()
                                     " outside 576..65535");
     }
     const auto& verts = m_topology->Vertices();
+    BuildPartition(); // which MPI process owns each node (one process: all of them)
 
     // Nodes: one per NIC (host) and per fabric switch.
     m_vertexNode.assign(verts.size(), nullptr);
@@ -382,7 +383,7 @@ PacketBackend::Build()
         {
             continue;
         }
-        Ptr<Node> n = CreateObject<Node>();
+        Ptr<Node> n = CreateObject<Node>(NodeSystemId(v));
         m_vertexNode[v] = n;
         all.Add(n);
         if (verts[v].type == TopoVertexType::Nic)
@@ -415,6 +416,8 @@ PacketBackend::Build()
     AssignQueueStreams();
 
     BuildRoutes();
+
+    BuildNoticeNodes(); // distributed runs only
 
     m_transport->SetMessageCallback([this](uint64_t id) { OnMessage(id); });
     m_transport->SetFailureCallback([this](const ConnectionKey& k) { OnConnectionFailed(k); });
@@ -552,6 +555,12 @@ PacketBackend::StartTransfer(uint64_t id,
     const uint32_t dstHost = pair.dstHost;
     m_pending.emplace(id, std::move(p));
     StartSampling();
+    if (m_distributed && !IsLocalVertex(m_topology->NicOf(srcGpu)))
+    {
+        // Another process sends it; keep the transport's bookkeeping (ids) the same.
+        m_transport->Expect(ConnectionKey{srcGpu, dstGpu, flowKey}, srcHost, dstHost, id, bytes);
+        return;
+    }
     m_transport->Send(ConnectionKey{srcGpu, dstGpu, flowKey}, srcHost, dstHost, id, bytes);
 }
 
@@ -570,6 +579,10 @@ PacketBackend::OnMessage(uint64_t id)
         --m_failedInFlight;
     }
     const int64_t at = NowNs() + p.extraLatencyNs;
+    if (m_distributed)
+    {
+        SendDeliveryNotices(id, at, p.extraLatencyNs);
+    }
     EnqueueDelivery(at, std::move(p));
 }
 

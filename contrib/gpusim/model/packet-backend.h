@@ -105,6 +105,12 @@ class PacketBackend : public NetworkBackend
     /// Drops every packet that arrives over this directed link from now on (a failed link).
     void FailLink(uint32_t link);
 
+    // ---- distributed runs (packet-backend-distributed.cc) ----
+    /// The network is partitioned over MPI processes (gpusim::DistributedEnabled at Build).
+    bool IsDistributed() const;
+    /// How the network was partitioned ("" when not distributed).
+    std::string GetPartitionDescription() const;
+
     // ---- statistics ----
     struct LinkStats
     {
@@ -234,6 +240,18 @@ class PacketBackend : public NetworkBackend
     void WritePfcJson(gpusim::JsonWriter& j) const;
     void WriteRdmaCsv(const std::string& prefix) const;
     uint32_t Backlog(uint32_t k) const;
+    // packet-backend-distributed.cc
+    void BuildPartition();    //!< Build(): the MPI process of every packet vertex
+    void BuildNoticeNodes();  //!< Build(): one node per process for delivery notices
+    uint32_t NodeSystemId(uint32_t vertex) const;
+    bool IsLocalVertex(uint32_t vertex) const;
+    /// The destination's process saw message `id` arrive: tells the others it is delivered
+    /// at `atNs` (`leadNs` after now).
+    void SendDeliveryNotices(uint64_t id, int64_t atNs, int64_t leadNs);
+    void OnDeliveryNotice(Ptr<Packet> p);
+    /// Counters of links sent by other processes' nodes come from those processes.
+    void SumLinkStats(std::vector<LinkStats>& stats) const;
+    uint64_t SumOverProcesses(uint64_t local) const;
 
     // Attributes
     std::string m_queueName;   //!< switch egress queue disc
@@ -298,6 +316,15 @@ class PacketBackend : public NetworkBackend
     std::vector<uint64_t> m_lastSent;                  //!< per slot: bytes at the last sample
     std::vector<std::vector<float>> m_qpRateSeries;    //!< per sample: rate of each QP
     Time m_lastSampleTime;
+
+    // Distributed runs
+    bool m_distributed = false;          //!< partitioned over MPI processes
+    uint32_t m_rank = 0;                 //!< this process
+    std::vector<uint32_t> m_vertexRank;  //!< per vertex: the process owning its node
+    std::vector<Ptr<Node>> m_noticeNodes; //!< per process: receives delivery notices
+    int64_t m_minNoticeLeadNs = 0;       //!< PCIe hops of the shortest packet route's ends
+    int64_t m_maxCrossLinkNs = 0;        //!< longest link between processes (ns)
+    std::string m_partition;             //!< GetPartitionDescription
 
     TracedCallback<const TransferRecord&> m_startedTrace;   //!< StartTransfer was called
     TracedCallback<const TransferRecord&> m_deliveredTrace; //!< a transfer was delivered

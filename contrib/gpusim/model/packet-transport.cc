@@ -70,4 +70,9 @@ PacketTransport::NotifyFailure(const ConnectionKey& key) const
     }
 }
 
+void
+PacketTransport::Expect(const ConnectionKey&, uint32_t, uint32_t, uint64_t, uint64_t)
+{
+}
+
 } // namespace ns3

@@ -62,6 +62,12 @@ class PacketTransport : public Object
     virtual void Send(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, uint64_t id,
                       uint64_t bytes) = 0;
 
+    /// Distributed runs: message `id` is sent by another process (its source host's node is
+    /// not local); keeps whatever bookkeeping Send would (connection or queue pair ids, in the
+    /// same order) without sending. The base version keeps none.
+    virtual void Expect(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost,
+                        uint64_t id, uint64_t bytes);
+
     /// Whether the switches should mark ECN (CE) instead of dropping for this transport.
     virtual bool UsesEcn() const = 0;
     /// Short description, e.g. "tcp/TcpDctcp".

@@ -266,7 +266,7 @@ RdmaTransport::Install(const std::vector<Ptr<Node>>& hosts,
 }
 
 RdmaQueuePair&
-RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost)
+RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, bool local)
 {
     auto it = m_qps.find(key);
     if (it != m_qps.end())
@@ -275,6 +275,14 @@ RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost
     }
     const uint32_t id = static_cast<uint32_t>(m_qpById.size());
     auto qp = std::make_unique<RdmaQueuePair>(id, key, srcHost, dstHost, m_payload);
+    if (!local)
+    {
+        qp->cc = m_ccFactory.Create<RdmaCongestionControl>();
+        RdmaQueuePair* raw = qp.get();
+        m_qpById.push_back(raw);
+        m_qps.emplace(key, std::move(qp));
+        return *raw;
+    }
     qp->socket = Socket::CreateSocket(m_hosts[srcHost], UdpSocketFactory::GetTypeId());
     qp->socket->Bind(); // an ephemeral source port: the QP's ECMP entropy, as RoCEv2
     qp->socket->Connect(InetSocketAddress(m_addresses[dstHost], m_port));
@@ -317,6 +325,17 @@ RdmaTransport::Send(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost
     }
     qp.Post(id, bytes);
     SchedulePump(srcHost);
+}
+
+void
+RdmaTransport::Expect(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost,
+                      uint64_t /*id*/, uint64_t /*bytes*/)
+{
+    if (srcHost >= m_hosts.size() || dstHost >= m_hosts.size())
+    {
+        throw std::out_of_range("RdmaTransport::Expect: host index out of range");
+    }
+    Open(key, srcHost, dstHost, false);
 }
 
 // ---- the NIC scheduler ----

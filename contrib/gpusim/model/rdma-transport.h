@@ -64,6 +64,10 @@ class RdmaTransport : public PacketTransport
                  uint32_t mtu) override;
     void Send(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, uint64_t id,
               uint64_t bytes) override;
+    /// Distributed runs: the queue pair of a message another process sends gets its id here
+    /// too (the receiver knows queue pairs by id); no socket, nothing sent.
+    void Expect(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, uint64_t id,
+                uint64_t bytes) override;
     bool UsesEcn() const override;
     std::string GetName() const override;
     uint32_t GetNConnections() const override;
@@ -133,7 +137,9 @@ class RdmaTransport : public PacketTransport
     /// completed message; returns true if it was its message's last packet.
     bool Accept(Receiver& r, uint32_t qp, uint64_t msgId, bool last);
 
-    RdmaQueuePair& Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost);
+    /// `local`: false for a queue pair another process sends on (Expect): its id only.
+    RdmaQueuePair& Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost,
+                        bool local = true);
     void SchedulePump(uint32_t host);
     void Pump(uint32_t host);
     RdmaQueuePair* PickQp(Nic& nic, Time now, Time* earliest);

@@ -280,7 +280,7 @@ TcpTransport::GetName() const
 uint32_t
 TcpTransport::GetNConnections() const
 {
-    return static_cast<uint32_t>(m_conns.size() + m_failed.size());
+    return static_cast<uint32_t>(m_conns.size() + m_failed.size() + m_remote.size());
 }
 
 uint32_t
@@ -429,6 +429,12 @@ TcpTransport::Send(const ConnectionKey& key,
     Connection& c = it != m_conns.end() ? *it->second : Open(key, srcHost, dstHost);
     c.queue.push_back({id, bytes, bytes, false});
     Pump(c);
+}
+
+void
+TcpTransport::Expect(const ConnectionKey& key, uint32_t, uint32_t, uint64_t, uint64_t)
+{
+    m_remote.insert(key);
 }
 
 void

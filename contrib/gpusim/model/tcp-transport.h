@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 
@@ -52,6 +53,9 @@ class TcpTransport : public PacketTransport
                  uint32_t mtu) override;
     void Send(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, uint64_t id,
               uint64_t bytes) override;
+    /// Distributed runs: counts the connection another process opens for this message.
+    void Expect(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, uint64_t id,
+                uint64_t bytes) override;
     bool UsesEcn() const override;
     std::string GetName() const override;
     uint32_t GetNConnections() const override;
@@ -104,6 +108,7 @@ class TcpTransport : public PacketTransport
     std::vector<Ipv4Address> m_addresses;     //!< address of host i
     std::vector<Ptr<Socket>> m_listeners;     //!< one per host
     std::map<ConnectionKey, std::unique_ptr<Connection>> m_conns; //!< live connections
+    std::set<ConnectionKey> m_remote; //!< connections other processes opened (Expect)
     std::vector<std::unique_ptr<Connection>> m_failed;            //!< given up
     std::unordered_map<const Socket*, Receiver> m_receivers;      //!< per accepted socket
     std::vector<Ptr<Socket>> m_accepted;      //!< keeps accepted sockets alive

@@ -422,6 +422,7 @@ struct SizeRun
     std::string path = "chunk";        //!< CollectivePath of its collective
     std::vector<BackgroundSummary> background; //!< --background generators during the run
     std::string backgroundJson;
+    std::string partition; //!< distributed runs: how the packet network was partitioned
 };
 
 /// Simulates one size as an independent run (fresh simulator and backend, every rank launching
@@ -520,6 +521,10 @@ SimulateOneSize(const Options& o,
     {
         res.networkJson = backend->StatsJson();
     }
+    if (auto packet = DynamicCast<PacketBackend>(backend))
+    {
+        res.partition = packet->GetPartitionDescription();
+    }
     if (o.Has("net-csv"))
     {
         // Per-link, per-queue and per-transfer tables of this size's run.
@@ -551,6 +556,10 @@ PrintCollectiveResults(std::ostream& out,
     out << "# cluster: " << DescribeCluster(spec) << "\n";
     out << "# backend: " << backendName << ", efficiency: "
         << (o.Has("efficiency") ? o.Get("efficiency", "") : "protocol defaults") << "\n";
+    if (!runs.empty() && !runs.front().partition.empty())
+    {
+        out << "# distributed: " << runs.front().partition << "\n";
+    }
     NcclWorld::FidelityStats fidelity;
     for (const SizeRun& r : runs)
     {
