@@ -169,5 +169,19 @@ DistributedSum(std::vector<double>& v)
 #endif
 }
 
+int64_t
+DistributedMax(int64_t v)
+{
+#ifdef GPUSIM_HAVE_NS3_MPI
+    if (g_enabled)
+    {
+        long long x = v;
+        MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        return x;
+    }
+#endif
+    return v;
+}
+
 } // namespace gpusim
 } // namespace ns3

@@ -37,6 +37,8 @@ void DistributedPrepareSimulation();
 /// Element-wise sums over all processes (every process must call with the same size).
 void DistributedSum(std::vector<uint64_t>& v);
 void DistributedSum(std::vector<double>& v);
+/// The largest value over all processes.
+int64_t DistributedMax(int64_t v);
 
 } // namespace gpusim
 } // namespace ns3

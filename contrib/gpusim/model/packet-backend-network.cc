@@ -18,7 +18,18 @@
 #include "ns3/point-to-point-net-device.h"
 #include "ns3/queue-disc.h"
 #include "ns3/queue-size.h"
+#include "ns3/drop-tail-queue.h"
+#include "ns3/mac48-address.h"
+#include "ns3/net-device-queue-interface.h"
+#include "ns3/point-to-point-channel.h"
+#include "ns3/simulator.h"
 #include "ns3/uinteger.h"
+
+#ifdef GPUSIM_HAVE_NS3_MPI
+#include "ns3/mpi-interface.h"
+#include "ns3/mpi-receiver.h"
+#include "ns3/point-to-point-remote-channel.h"
+#endif
 
 #include <algorithm>
 #include <stdexcept>
@@ -33,7 +44,153 @@ namespace
 
 constexpr uint32_t kFirstAuxAddress = 0xac100001; // 172.16.0.1, non-host interfaces
 
+/// Where a link's packets arrive: PacketBackend::ArriveAt (directed link, device, packet, time).
+using ArriveFn = std::function<void(uint32_t, Ptr<PointToPointNetDevice>, Ptr<Packet>, Time)>;
+
+/// A point-to-point channel whose packets arrive through the backend's per-instant arrival
+/// buckets (PacketBackend::ArriveAt) instead of one receive event each.
+class OrderedChannel : public PointToPointChannel
+{
+  public:
+    ArriveFn arrive;
+    uint32_t link[2] = {0, 0}; //!< directed link id of each wire (by sending device)
+
+    bool TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Time txTime) override
+    {
+        const uint32_t wire = src == GetSource(0) ? 0 : 1;
+        arrive(link[wire], GetDestination(wire), p->Copy(), Simulator::Now() + txTime + GetDelay());
+        return true;
+    }
+};
+
+#ifdef GPUSIM_HAVE_NS3_MPI
+/// The same between nodes of two MPI processes (ns-3's remote channel). Its packets are
+/// announced one nanosecond early, so that the receiving process files them in their instant's
+/// bucket before that instant (its MpiReceiver calls PacketBackend::ArriveAt a nanosecond
+/// later). ns-3 takes the channels' Delay attribute as the lookahead, so that attribute is the
+/// link's latency less kRemoteSlack: every announcement then lands beyond the receiver's
+/// granted time, even for a frame serialised in under a nanosecond.
+class OrderedRemoteChannel : public PointToPointRemoteChannel
+{
+  public:
+    static constexpr int64_t kRemoteSlackNs = 2;
+
+    bool TransmitStart(Ptr<const Packet> p, Ptr<PointToPointNetDevice> src, Time txTime) override
+    {
+        const uint32_t wire = src == GetSource(0) ? 0 : 1;
+        Ptr<PointToPointNetDevice> dst = GetDestination(wire);
+        const Time latency = GetDelay() + NanoSeconds(kRemoteSlackNs);
+        MpiInterface::SendPacket(p->Copy(), Simulator::Now() + txTime + latency - NanoSeconds(1),
+                                 dst->GetNode()->GetId(), dst->GetIfIndex());
+        return true;
+    }
+};
+#endif
+
 } // namespace
+
+void
+PacketBackend::ArriveAt(uint32_t link, Ptr<PointToPointNetDevice> dev, Ptr<Packet> p, Time at)
+{
+    // Every packet arriving anywhere at one instant is received by one event, in directed-link
+    // order: the order of simultaneous arrivals no longer depends on when their receive
+    // events were scheduled, which differs between one process and several (remote packets
+    // are filed when they come in).
+    const int64_t t = at.GetTimeStep();
+    auto [it, fresh] = m_arrivals.try_emplace(t);
+    it->second.push_back(Arrival{link, std::move(dev), std::move(p)});
+    if (fresh)
+    {
+        Simulator::ScheduleWithContext(it->second.back().dev->GetNode()->GetId(),
+                                       at - Simulator::Now(),
+                                       &PacketBackend::ReceiveArrivals,
+                                       this,
+                                       t);
+    }
+}
+
+void
+PacketBackend::ReceiveArrivals(int64_t t)
+{
+    auto node = m_arrivals.extract(t);
+    std::vector<Arrival>& items = node.mapped();
+    std::sort(items.begin(), items.end(),
+              [](const Arrival& a, const Arrival& b) { return a.link < b.link; });
+    for (Arrival& a : items)
+    {
+        a.dev->Receive(a.p);
+    }
+}
+
+void
+PacketBackend::InstallLink(uint32_t l, double bitsPerSec, Time delay, Ptr<NetDevice>& devA,
+                           Ptr<NetDevice>& devB)
+{
+    // What PointToPointHelper::Install builds, with the ordered channels above.
+    const TopoLink& L = m_topology->Links()[l];
+    Ptr<Node> nodes[2] = {m_vertexNode[L.from], m_vertexNode[L.to]};
+    Ptr<PointToPointNetDevice> dev[2];
+    for (int side = 0; side < 2; ++side)
+    {
+        dev[side] = CreateObject<PointToPointNetDevice>();
+        dev[side]->SetAttribute("DataRate", DataRateValue(DataRate(uint64_t(bitsPerSec))));
+        dev[side]->SetAttribute("Mtu", UintegerValue(m_mtu));
+        dev[side]->SetAddress(Mac48Address::Allocate());
+        nodes[side]->AddDevice(dev[side]);
+        // The backlog lives in the queue disc (where AQM/ECN act); the device holds one frame.
+        Ptr<Queue<Packet>> q = CreateObject<DropTailQueue<Packet>>();
+        q->SetAttribute("MaxSize", QueueSizeValue(QueueSize("1p")));
+        dev[side]->SetQueue(q);
+        Ptr<NetDeviceQueueInterface> ndqi = CreateObject<NetDeviceQueueInterface>();
+        ndqi->GetTxQueue(0)->ConnectQueueTraces(q);
+        dev[side]->AggregateObject(ndqi);
+    }
+    const ArriveFn arrive = [this](uint32_t link, Ptr<PointToPointNetDevice> d, Ptr<Packet> p,
+                                   Time at) { ArriveAt(link, d, p, at); };
+    Ptr<PointToPointChannel> channel;
+    if (!m_distributed || (IsLocalVertex(L.from) && IsLocalVertex(L.to)))
+    {
+        Ptr<OrderedChannel> c = CreateObject<OrderedChannel>();
+        c->arrive = arrive;
+        c->link[0] = l;
+        c->link[1] = L.reverse;
+        channel = c;
+    }
+    else
+    {
+#ifdef GPUSIM_HAVE_NS3_MPI
+        channel = CreateObject<OrderedRemoteChannel>();
+        for (int side = 0; side < 2; ++side)
+        {
+            // A packet from the other process: over the link towards this side.
+            const uint32_t in = side == 0 ? L.reverse : l;
+            Ptr<PointToPointNetDevice> d = dev[side];
+            Ptr<MpiReceiver> rx = CreateObject<MpiReceiver>();
+            rx->SetReceiveCallback(Callback<void, Ptr<Packet>>([this, in, d](Ptr<Packet> p) {
+                ArriveAt(in, d, p, Simulator::Now() + NanoSeconds(1));
+            }));
+            d->AggregateObject(rx);
+        }
+#endif
+    }
+    channel->SetAttribute("Delay", TimeValue(delay));
+#ifdef GPUSIM_HAVE_NS3_MPI
+    if (DynamicCast<OrderedRemoteChannel>(channel))
+    {
+        if (delay <= NanoSeconds(OrderedRemoteChannel::kRemoteSlackNs))
+        {
+            throw std::invalid_argument("PacketBackend: distributed runs need links between "
+                                        "processes with a latency above 2 ns");
+        }
+        channel->SetAttribute("Delay",
+                              TimeValue(delay - NanoSeconds(OrderedRemoteChannel::kRemoteSlackNs)));
+    }
+#endif
+    dev[0]->Attach(channel);
+    dev[1]->Attach(channel);
+    devA = dev[0];
+    devB = dev[1];
+}
 
 void
 PacketBackend::BuildLinks()
@@ -64,18 +221,13 @@ PacketBackend::BuildLinks()
         {
             continue;
         }
-        PointToPointHelper p2p;
-        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(uint64_t(L.bitsPerSec))));
-        p2p.SetDeviceAttribute("Mtu", UintegerValue(m_mtu));
-        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(L.latencySec * 1e9))));
-        // The backlog lives in the queue disc (where AQM/ECN act); the device holds one frame.
-        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize("1p")));
-        NetDeviceContainer d = p2p.Install(m_vertexNode[L.from], m_vertexNode[L.to]);
+        Ptr<NetDevice> d[2];
+        InstallLink(l, L.bitsPerSec, NanoSeconds(std::llround(L.latencySec * 1e9)), d[0], d[1]);
         for (int side = 0; side < 2; ++side)
         {
             const uint32_t id = side == 0 ? l : L.reverse;
             const uint32_t from = links[id].from;
-            Ptr<NetDevice> dev = d.Get(side);
+            Ptr<NetDevice> dev = d[side];
             m_linkSlot[id] = static_cast<int32_t>(m_packetLinks.size());
             m_packetLinks.push_back(id);
             m_linkDev.push_back(dev);

@@ -3,6 +3,7 @@
  * sampling, drops, ECN marks, retransmissions, and the JSON and CSV reports.
  */
 #include "ns3/packet-backend.h"
+#include "ns3/distributed-run.h"
 
 #include "packet-backend-internal.h"
 
@@ -271,7 +272,9 @@ PacketBackend::ToJson() const
     j.EndObject();
     WriteRdmaJson(j); // "rdma" with that transport only
     WritePfcJson(j);  // "pfc" with PFC on only
-    const Time now = Simulator::Now();
+    // The run's end: the last event of any process when distributed.
+    const Time now = m_distributed ? TimeStep(gpusim::DistributedMax(Simulator::Now().GetTimeStep()))
+                                   : Simulator::Now();
     j.Key("links").BeginArray();
     for (const LinkStats& s : GetLinkStats())
     {
@@ -355,7 +358,8 @@ PacketBackend::ToJson() const
 void
 PacketBackend::WriteCsv(const std::string& prefix) const
 {
-    const Time now = Simulator::Now();
+    const Time now = m_distributed ? TimeStep(gpusim::DistributedMax(Simulator::Now().GetTimeStep()))
+                                   : Simulator::Now();
     std::ostringstream links;
     links << "link,from,to,gbps,switch_egress,tx_bytes,tx_packets,drops,ecn_marks,"
              "mean_utilisation,mean_backlog_bytes,max_backlog_bytes\n";
@@ -363,7 +367,10 @@ PacketBackend::WriteCsv(const std::string& prefix) const
     {
         links << s.link << "," << s.from << "," << s.to << "," << s.bitsPerSec / 1e9 << ","
               << (s.switchEgress ? 1 : 0) << "," << s.txBytes << "," << s.txPackets << ","
-              << s.drops << "," << s.marks << "," << GetLinkUtilisation(s.link, now) << ","
+              << s.drops << "," << s.marks << ","
+              << (now.IsStrictlyPositive() ? s.txBytes * 8.0 / (s.bitsPerSec * now.GetSeconds())
+                                           : 0.0)
+              << ","
               << s.meanBacklogBytes << "," << s.maxBacklogBytes << "\n";
     }
     gpusim::WriteFileAtomically(prefix + "-links.csv", links.str());

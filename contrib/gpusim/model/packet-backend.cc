@@ -194,6 +194,8 @@ PacketBackend::DoDispose()
         Simulator::Cancel(d.event);
     }
     m_deliveries.clear();
+    m_arrivals.clear();
+    m_noticeNodes.clear();
     m_pending.clear();
     if (m_nvlink)
     {

@@ -23,6 +23,7 @@
 #include "ns3/network-backend.h"
 #include "ns3/node-container.h"
 #include "ns3/packet-transport.h"
+#include "ns3/point-to-point-net-device.h"
 #include "ns3/traced-callback.h"
 
 #include <map>
@@ -34,6 +35,8 @@ namespace ns3
 {
 
 class QueueDiscItem;
+class Packet;
+class PointToPointNetDevice;
 
 class FlowMonitor;
 class PfcController;
@@ -224,6 +227,12 @@ class PacketBackend : public NetworkBackend
     /// The routing avoids this directed link (down when it last converged).
     bool RoutedAround(uint32_t link) const;
     void BuildLinks();         //!< Build(): a PointToPoint link per duplex pair, queues, PFC
+    /// Build(): the two devices and the channel of duplex link l (and its reverse).
+    void InstallLink(uint32_t l, double bitsPerSec, Time delay, Ptr<NetDevice>& devA,
+                     Ptr<NetDevice>& devB);
+    /// A packet reaches `dev` over directed `link` at `at`: filed in that instant's bucket.
+    void ArriveAt(uint32_t link, Ptr<PointToPointNetDevice> dev, Ptr<Packet> p, Time at);
+    void ReceiveArrivals(int64_t t); //!< one instant's arrivals, in directed-link order
     void SortPacketLinks();    //!< Build(): link slots in ascending link id
     void AssignQueueStreams(); //!< Build(): fixed random streams for the AQMs
     const PairInfo& Pair(uint32_t src, uint32_t dst);
@@ -316,6 +325,14 @@ class PacketBackend : public NetworkBackend
     std::vector<uint64_t> m_lastSent;                  //!< per slot: bytes at the last sample
     std::vector<std::vector<float>> m_qpRateSeries;    //!< per sample: rate of each QP
     Time m_lastSampleTime;
+
+    struct Arrival
+    {
+        uint32_t link;
+        Ptr<PointToPointNetDevice> dev;
+        Ptr<Packet> p;
+    };
+    std::map<int64_t, std::vector<Arrival>> m_arrivals; //!< per instant (time steps)
 
     // Distributed runs
     bool m_distributed = false;          //!< partitioned over MPI processes
