@@ -2,7 +2,7 @@
 # Installs gpusim's build dependencies from Debian's packages (only those missing) and builds
 # gpusim into ./build. Safe to run again: a second run only rebuilds what changed.
 #
-#   scripts/bootstrap.sh          # against Debian's libns3-dev
+#   scripts/bootstrap.sh          # against Debian's libns3-dev (also after a --mpi build)
 #   scripts/bootstrap.sh --mpi    # also builds ns-3 3.37 with its distributed (MPI) simulator
 #                                 # from Debian's source package into build/ns3-mpi (once,
 #                                 # cached) and links gpusim to it (doc/packet-backend.md,
@@ -47,7 +47,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-MPI_ARGS=()
+# Debian's ns-3, or (--mpi) ns-3 with MPI built once into build/ns3-mpi.
+MPI_ARGS=(-DGPUSIM_NS3_MPI=OFF)
 if ((MPI)); then
   bash scripts/build-ns3-mpi.sh "$(nproc)"
   MPI_ARGS=(-DGPUSIM_NS3_MPI="$PWD/build/ns3-mpi/install")

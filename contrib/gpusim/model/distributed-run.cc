@@ -1,6 +1,7 @@
 #include "ns3/distributed-run.h"
 
 #include "ns3/log.h"
+#include "ns3/simulator.h"
 
 #ifdef GPUSIM_HAVE_NS3_MPI
 #include "ns3/mpi-interface.h"
@@ -24,8 +25,17 @@ namespace
 bool g_enabled = false;
 uint32_t g_rank = 0;
 uint32_t g_size = 1;
-
 #ifdef GPUSIM_HAVE_NS3_MPI
+bool g_stale = false;  //!< a simulator was destroyed since the MPI interface was set up
+bool g_hooked = false; //!< the current simulator will mark it stale when destroyed
+
+void
+MarkStale()
+{
+    g_stale = true;
+    g_hooked = false;
+}
+
 /// Processes the MPI launcher started (Open MPI, MPICH/PMI), 1 outside a launcher.
 uint32_t
 LauncherSize()
@@ -79,6 +89,9 @@ DistributedInit(int* argc, char*** argv)
     g_enabled = true;
     g_rank = static_cast<uint32_t>(rank);
     g_size = static_cast<uint32_t>(size);
+    g_stale = false;
+    Simulator::ScheduleDestroy(&MarkStale);
+    g_hooked = true;
     NS_LOG_INFO("process " << g_rank << " of " << g_size);
     return true;
 #else
@@ -130,13 +143,22 @@ DistributedPrepareSimulation()
     {
         return;
     }
-    // Simulator::Destroy (DistributedSimulatorImpl::Destroy -> MpiInterface::Destroy) freed the
-    // granted-time-window interface's receive buffers but left it enabled: a second
-    // simulation in the same process would receive into freed memory. A fresh interface on a
-    // fresh duplicate of the world communicator (a collective call: every process builds its
-    // network at the same point of the same scenario).
-    MpiInterface::Disable();
-    MpiInterface::Enable(MPI_COMM_WORLD);
+    // Simulator::Destroy (DistributedSimulatorImpl::Destroy -> MpiInterface::Destroy) frees the
+    // granted-time-window interface's receive buffers but leaves it enabled: the next
+    // simulation in this process would receive into freed memory. A fresh interface on a fresh
+    // duplicate of the world communicator (a collective call: every process runs the same
+    // scenario, so it gets here at the same point).
+    if (g_stale)
+    {
+        MpiInterface::Disable();
+        MpiInterface::Enable(MPI_COMM_WORLD);
+        g_stale = false;
+    }
+    if (!g_hooked)
+    {
+        Simulator::ScheduleDestroy(&MarkStale);
+        g_hooked = true;
+    }
 #endif
 }
 

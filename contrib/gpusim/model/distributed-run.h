@@ -31,8 +31,8 @@ void DistributedFinalize();
 bool DistributedEnabled();
 uint32_t DistributedRank(); //!< this process (0 when not distributed)
 uint32_t DistributedSize(); //!< processes (1 when not distributed)
-/// Before a distributed network is built in a new simulation: ns-3 3.37's MPI interface frees
-/// its receive buffers when a simulator is destroyed; this sets it up again.
+/// Before every simulation (GpuWorkload and PacketBackend call it): ns-3 3.37's MPI interface
+/// frees its receive buffers when a simulator is destroyed; this sets it up again.
 void DistributedPrepareSimulation();
 /// Element-wise sums over all processes (every process must call with the same size).
 void DistributedSum(std::vector<uint64_t>& v);

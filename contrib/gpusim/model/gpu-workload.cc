@@ -1,5 +1,7 @@
 #include "ns3/gpu-workload.h"
 
+#include "ns3/distributed-run.h"
+
 #include "ns3/boolean.h"
 #include "ns3/cluster-topology.h"
 #include "ns3/json-writer.h"
@@ -171,7 +173,12 @@ GpuWorkload::GetTypeId()
     return tid;
 }
 
-GpuWorkload::GpuWorkload() = default;
+GpuWorkload::GpuWorkload()
+{
+    // Distributed runs (several MPI processes): ns-3's MPI interface set up for this simulation.
+    gpusim::DistributedPrepareSimulation();
+}
+
 GpuWorkload::~GpuWorkload() = default;
 
 void

@@ -97,29 +97,46 @@ PacketBackend::ArriveAt(uint32_t link, Ptr<PointToPointNetDevice> dev, Ptr<Packe
     // events were scheduled, which differs between one process and several (remote packets
     // are filed when they come in).
     const int64_t t = at.GetTimeStep();
-    auto [it, fresh] = m_arrivals.try_emplace(t);
-    it->second.push_back(Arrival{link, std::move(dev), std::move(p)});
-    if (fresh)
+    auto it = m_arrivals.find(t);
+    if (it == m_arrivals.end())
     {
-        Simulator::ScheduleWithContext(it->second.back().dev->GetNode()->GetId(),
+        // A new instant: reuse a bucket (map node and vector capacity) when one is spare.
+        if (!m_spareArrivals.empty())
+        {
+            auto spare = std::move(m_spareArrivals.back());
+            m_spareArrivals.pop_back();
+            spare.key() = t;
+            it = m_arrivals.insert(std::move(spare)).position;
+        }
+        else
+        {
+            it = m_arrivals.emplace(t, std::vector<Arrival>()).first;
+        }
+        Simulator::ScheduleWithContext(dev->GetNode()->GetId(),
                                        at - Simulator::Now(),
                                        &PacketBackend::ReceiveArrivals,
                                        this,
                                        t);
     }
+    it->second.push_back(Arrival{link, std::move(dev), std::move(p)});
 }
 
 void
 PacketBackend::ReceiveArrivals(int64_t t)
 {
-    auto node = m_arrivals.extract(t);
-    std::vector<Arrival>& items = node.mapped();
-    std::sort(items.begin(), items.end(),
-              [](const Arrival& a, const Arrival& b) { return a.link < b.link; });
+    auto bucket = m_arrivals.extract(t);
+    std::vector<Arrival>& items = bucket.mapped();
+    if (items.size() > 1)
+    {
+        std::sort(items.begin(), items.end(),
+                  [](const Arrival& a, const Arrival& b) { return a.link < b.link; });
+    }
     for (Arrival& a : items)
     {
-        a.dev->Receive(a.p);
+        a.dev->Receive(a.p); // may file later arrivals (other instants)
     }
+    items.clear();
+    m_spareArrivals.push_back(std::move(bucket));
 }
 
 void

@@ -195,6 +195,7 @@ PacketBackend::DoDispose()
     }
     m_deliveries.clear();
     m_arrivals.clear();
+    m_spareArrivals.clear();
     m_noticeNodes.clear();
     m_pending.clear();
     if (m_nvlink)

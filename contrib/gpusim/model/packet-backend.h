@@ -333,6 +333,7 @@ class PacketBackend : public NetworkBackend
         Ptr<Packet> p;
     };
     std::map<int64_t, std::vector<Arrival>> m_arrivals; //!< per instant (time steps)
+    std::vector<std::map<int64_t, std::vector<Arrival>>::node_type> m_spareArrivals;
 
     // Distributed runs
     bool m_distributed = false;          //!< partitioned over MPI processes
