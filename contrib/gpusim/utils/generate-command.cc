@@ -217,7 +217,8 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         cluster.SetSpec(spec);
         NodeContainer gpus = cluster.Create();
         GpuWorkloadHelper helper;
-        helper.SetBackend(MakeBackend(o, cluster.GetTopology()));
+        Ptr<NetworkBackend> backend = MakeBackend(o, cluster.GetTopology());
+        helper.SetBackend(backend);
         ConfigureNccl(o, helper, "flows");
         ConfigureWorkload(o, helper);
         ConfigureRanks(o, helper, "mirrored");
@@ -227,7 +228,8 @@ GenerateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
         const double simS =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         out << "# cluster: " << DescribeCluster(spec) << "\n"
-            << ContextParallelLine(model, plan) << FormatTrainingReport(r);
+            << DistributedLine(backend) << ContextParallelLine(model, plan)
+            << FormatTrainingReport(r);
         char line[128];
         std::snprintf(line, sizeof(line), "# wall time: generate %.2f s, simulate %.2f s\n", genS,
                       simS);

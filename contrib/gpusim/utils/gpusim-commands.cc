@@ -48,6 +48,14 @@ const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "effici
                                             "sample-us", "fidelity", "transport", "pfc",
                                             "rdma-reorder", "flowlet-gap-us"};
 
+std::string
+DistributedLine(Ptr<NetworkBackend> backend)
+{
+    Ptr<PacketBackend> packet = DynamicCast<PacketBackend>(backend);
+    const std::string d = packet ? packet->GetPartitionDescription() : "";
+    return d.empty() ? "" : "# distributed: " + d + "\n";
+}
+
 Ptr<NetworkBackend>
 MakeBackend(const Options& o, Ptr<ClusterTopology> topo)
 {
@@ -894,6 +902,7 @@ SimulateCommand(const std::vector<std::string>& args, std::ostream& out, std::os
             << o.Positional().front() << " (" << job->source << ")\n";
         out << dedupLine << KernelTableSummary(*w);
         out << "# cluster: " << DescribeCluster(spec) << "\n";
+        out << DistributedLine(helper.GetBackend());
         PrintIterations(out, *w);
         out << "# end of simulation: " << rep.endTime.GetNanoSeconds() / 1e3 << " us\n";
         PrintFidelityStats(o, defaultFidelity, *w, out, err);

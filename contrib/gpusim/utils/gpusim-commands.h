@@ -26,6 +26,8 @@ namespace gpusim
 extern const std::set<std::string> kNcclOptions;
 /// The network backend chosen by --backend (flow | packet, with --cc, --queue, --mtu ...).
 Ptr<NetworkBackend> MakeBackend(const Options& o, Ptr<ClusterTopology> topo);
+/// "# distributed: ..." (how a packet network was partitioned over MPI processes), or "".
+std::string DistributedLine(Ptr<NetworkBackend> backend);
 /// NCCL attributes from --algo, --proto, --channels, --efficiency, --chunk-bytes and
 /// --fidelity (`defaultFidelity` when not given: auto, chunk, collective or flows).
 void ConfigureNccl(const Options& o, GpuWorkloadHelper& h,
