@@ -266,7 +266,8 @@ RdmaTransport::Install(const std::vector<Ptr<Node>>& hosts,
 }
 
 RdmaQueuePair&
-RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost, bool local)
+RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost,
+                    bool localSender)
 {
     auto it = m_qps.find(key);
     if (it != m_qps.end())
@@ -275,7 +276,7 @@ RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost
     }
     const uint32_t id = static_cast<uint32_t>(m_qpById.size());
     auto qp = std::make_unique<RdmaQueuePair>(id, key, srcHost, dstHost, m_payload);
-    if (!local)
+    if (!localSender)
     {
         qp->cc = m_ccFactory.Create<RdmaCongestionControl>();
         RdmaQueuePair* raw = qp.get();

@@ -137,9 +137,9 @@ class RdmaTransport : public PacketTransport
     /// completed message; returns true if it was its message's last packet.
     bool Accept(Receiver& r, uint32_t qp, uint64_t msgId, bool last);
 
-    /// `local`: false for a queue pair another process sends on (Expect): its id only.
+    /// `localSender`: false for a queue pair another process sends on (Expect): its id only.
     RdmaQueuePair& Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost,
-                        bool local = true);
+                        bool localSender = true);
     void SchedulePump(uint32_t host);
     void Pump(uint32_t host);
     RdmaQueuePair* PickQp(Nic& nic, Time now, Time* earliest);
