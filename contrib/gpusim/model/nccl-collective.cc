@@ -188,14 +188,26 @@ Time
 Communicator::StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst,
                         bool pipelined) const
 {
+    if (pipelined)
+    {
+        return Time(0); // no step latency, and none of it to take the wire out of
+    }
     const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
-    Time step = pipelined ? Time(0) : hop.inter ? plan.stepLatencyInter : plan.stepLatency;
+    Time step = hop.inter ? plan.stepLatencyInter : plan.stepLatency;
     if (plan.hopIncludesWire)
     {
         // The step latency is measured end to end: the route's wire latency is part of it.
         step = Max(Time(0), step - NanoSeconds(std::llround(hop.wireUs * 1e3)));
     }
     return step;
+}
+
+LatencyFn
+Communicator::NvlsLatency(const CollectivePlan& plan) const
+{
+    return [this, plan](uint32_t from, uint32_t to) {
+        return StepDelay(plan, Endpoint(from), Endpoint(to), false);
+    };
 }
 
 RingShape
@@ -382,7 +394,8 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
             trees = DoubleBinaryTree(groups.size());
         }
         return std::make_unique<NvlsExecutor>(std::move(groups), std::move(trees), plan.loops,
-                                              S / plan.loops, plan.pipelineDepth, send);
+                                              S / plan.loops, plan.pipelineDepth, kNcclSteps,
+                                              NvlsLatency(plan), send);
     }
     if (plan.algo == "tree")
     {

@@ -100,7 +100,9 @@ enum class CollectivePath : uint8_t
     Chunk,     //!< chunk by chunk through the backend (the detailed model)
     Replayed,  //!< completion times of an earlier isolated run of the same op (no transfers)
     EdgeFlows, //!< ring as one flow per edge and channel, latencies in closed form
-    TrialLoops //!< NVLS/NVLSTree: some loops chunk by chunk, the rest extrapolated (approximate)
+    TrialLoops, //!< NVLS/NVLSTree: some loops chunk by chunk, the rest extrapolated (approximate)
+    OneRail     //!< NVLS/NVLSTree: one GPU per server and its rail, chunk by chunk, stand for
+                //!< every GPU and rail (exact where the rails are disjoint and alike)
 };
 
 /// Why a collective ran chunk by chunk.
@@ -219,6 +221,9 @@ class Communicator : public Object
         std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
         std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
         bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
+        // NVLS / NVLSTree by one rail (nccl-nvls-flows.cc), set with ringLinks:
+        std::vector<uint64_t> railOwn; //!< flows of one loop of the first rail on each ringLink
+        bool railsAlike = false; //!< every rail's links are its own and alike the first's
     };
     using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
     using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
@@ -259,6 +264,8 @@ class Communicator : public Object
         std::vector<double> atA, atB, last;
         uint32_t pending = 0;  //!< ranks whose last trial loop has not arrived
         uint64_t perLoop = 0;  //!< transfers of one loop
+        bool oneRail = false;  //!< OneRail: the first GPU of each server stands for its server
+        std::vector<std::vector<uint32_t>> groups; //!< OneRail: comm ranks by server
     };
 
     struct Instance
@@ -295,8 +302,12 @@ class Communicator : public Object
     /// NVLS: loop delivered to comm rank r; the last trial loop of the last rank fixes every
     /// rank's completion.
     void NvlsLoopDelivered(uint64_t seq, uint32_t r);
-    /// NVLS: the directed links of every connection and its flows per loop on each.
+    /// NVLS: the directed links of every connection and its flows per loop on each; whether
+    /// the rails are disjoint and alike (MemoEntry::railsAlike).
     void NvlsLinks(MemoEntry& m);
+    /// NVLS: all ranks joined and the rails alike; runs the first rail chunk by chunk if the
+    /// op's links are idle.
+    void StartNvlsRail(uint64_t seq, Instance& inst);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
@@ -304,6 +315,9 @@ class Communicator : public Object
     /// Delay before a transfer between backend endpoints starts (the step latency; 0 when
     /// pipelined).
     Time StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst, bool pipelined) const;
+    /// The step latency of an NVLS/NVLSTree transfer between two executor nodes (comm ranks
+    /// or the switches above them): StepDelay of a fresh step.
+    std::function<Time(uint32_t, uint32_t)> NvlsLatency(const CollectivePlan& plan) const;
     /// Collective fidelity: comm rank r's executor join (after the base latency).
     void ExecJoin(uint64_t seq, uint32_t commRank);
     /// Collective fidelity: picks how instance `seq` runs (see MemoEntry::State).
@@ -416,13 +430,14 @@ class NcclWorld : public Object
         uint64_t detailed = 0;  //!< instances run in detail (learning, skew, busy links)
         uint64_t conflicts = 0; //!< replays whose links carried other traffic meanwhile
         uint64_t fluid = 0;     //!< RingFlows: ring instances run as one flow per edge
+        uint64_t oneRail = 0;   //!< NVLS / NVLSTree instances run as one rail for all
         /// Instances run chunk by chunk, by ChunkReason (Forced is not counted).
         std::array<uint64_t, static_cast<size_t>(ChunkReason::Count)> chunk{};
         /// All instances counted by `chunk`.
         uint64_t ChunkTotal() const;
         /// Adds another run's counts (a CLI sweep runs one world per size).
         void Add(const FidelityStats& o);
-        /// As a JSON object: {"mode" (when given), "edge_flows", "replayed", "chunk",
+        /// As a JSON object: {"mode" (when given), "edge_flows", "one_rail", "replayed", "chunk",
         /// "chunk_reasons": {ToString(ChunkReason): count}, "conflicts"}.
         std::string Json(const std::string& mode = "") const;
     };

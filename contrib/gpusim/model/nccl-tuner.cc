@@ -449,19 +449,19 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     const double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
     if (algo == "nvls" || algo == "nvlstree")
     {
-        // Loops stream through the stages: each loop's reduce waits its step latency on the
-        // GPU's connection to the switch (and each tree hop on its connection); the last loop
-        // then fills the remaining stages: reduced shard, multicast up and down.
+        // Loops stream through the stages. A connection keeps NCCL_STEPS chunks in flight
+        // (NvlsExecutor), so a busy one pays its step latency once: the loops go at the pace
+        // of the busier link class, and the first loop fills the stages' latencies, then the
+        // last loop the remaining stages: reduced shard, multicast up and down.
         const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
         const double ppn = groups.front().size();
         e.loops = NvlsLoops(bytes, groups.size(), groups.front().size());
         const double loops = e.loops;
         const double perLoopNv = nvlinkSec / e.bwFactor * 1e6 / loops;
         const double perLoopNet = netSec / e.bwFactor * 1e6 / loops;
-        const double cycle = std::max(perLoopNv + intraUs, perLoopNet > 0 ? perLoopNet + interUs
-                                                                          : 0.0);
+        const double cycle = std::max(perLoopNv, perLoopNet);
         const double fill = perLoopNv * (1 + 2 / ppn) / (2 * (1 + 1 / ppn)) + perLoopNet;
-        e.us = baseUs + loops * cycle + fill + latencyUs - intraUs;
+        e.us = baseUs + loops * cycle + fill + latencyUs;
         return e;
     }
     double fill = 1.0;
