@@ -425,7 +425,15 @@ NvlsExecutor::Pump(Conn* c)
 {
     const Time now = Simulator::Now();
     // Ready transfers take free slots in order; each starts its step latency on admission.
-    while (c->admitted < c->queue.size() && c->open < m_slots)
+    // Slots: a network connection (a tree edge between servers) is served by NCCL's proxy
+    // thread, which keeps up to NCCL_STEPS of its steps in flight, so their latencies overlap;
+    // an NVLink stage is moved by the GPU's own warps, which wait for, copy and post one step
+    // after another (prims_simple.h genericOp: waitPeer, reduce/copy, postPeer), so its step's
+    // synchronisation stays on its path: one at a time, latency then bytes, loop after loop.
+    auto slots = [this](const Send& snd) {
+        return snd.stage == kTreeUp || snd.stage == kTreeDown ? m_slots : 1u;
+    };
+    while (c->admitted < c->queue.size() && c->open < slots(m_sends[c->queue[c->admitted]]))
     {
         Send& snd = m_sends[c->queue[c->admitted]];
         if (c->latency.IsNegative())

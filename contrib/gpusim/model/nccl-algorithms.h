@@ -131,10 +131,11 @@ class DirectExecutor : public CollectiveExecutor
 /// Fresh step delay of the link class, after any wire latency it includes).
 using LatencyFn = std::function<Time(uint32_t from, uint32_t to)>;
 
-/// Chunks NCCL keeps in flight per connection: a Simple sender waits for a free slot of its
-/// connection's FIFO of NCCL_STEPS = 8 (src/include/device.h:24; prims_simple.h:115 waits
-/// `connStepCache + NCCL_STEPS < step + StepPerSlice`), so a chunk's step latency (proxy,
-/// network, completion polling) runs while earlier chunks are still on the wire.
+/// Chunks NCCL keeps in flight per network connection: a Simple sender waits for a free slot
+/// of its connection's FIFO of NCCL_STEPS = 8 (src/include/device.h:24; prims_simple.h:115
+/// waits `connStepCache + NCCL_STEPS < step + StepPerSlice`), and the proxy thread sends the
+/// posted steps, so a chunk's network step latency (proxy, RDMA, completion polling) runs
+/// while earlier chunks are still on the wire (NCCL 2.26).
 constexpr uint32_t kNcclSteps = 8;
 
 /**
@@ -147,13 +148,14 @@ constexpr uint32_t kNcclSteps = 8;
  *     trees of servers (half of the shard each), GPU h to GPU h, i.e. over rail h;
  *  4. multicast: head h sends its final shard to the switch; once all heads have, the switch
  *     sends the whole loop result to every GPU.
- * Every (stage, source, destination) pair is a connection as NCCL's: a loop's transfer is
- * admitted once it is ready and fewer than `slots` of the connection's transfers are
- * undelivered (one loop moves one chunk per channel, and each channel's connection has
- * kNcclSteps slots); an admitted transfer waits its step latency, concurrently with the
- * transfers admitted before it, and then sends its bytes in FIFO order, `depth` at a time.
- * So a connection that is kept busy pays its step latency once, in the pipeline's fill, not
- * once per loop; one that waits for its input pays it again. Loop l+1's reduce overlaps loop
+ * Every (stage, source, destination) pair is a connection: a loop's transfer is admitted once
+ * it is ready and the connection has a free slot, waits its step latency from admission, and
+ * then sends its bytes in FIFO order, `depth` at a time; a slot frees at delivery. A tree
+ * connection (between servers, NCCL's proxy) has `slots` (kNcclSteps; one loop is one chunk
+ * per channel, so 8 loops are NCCL's 8 slots per channel): a busy one pays its step latency
+ * once, in the fill, and one that waits for its input pays it again. An NVLink stage is moved
+ * by the GPU's own warps step after step (prims_simple.h: waitPeer, copy/reduce, postPeer),
+ * so it has one slot: latency, then bytes, loop after loop. Loop l+1's reduce overlaps loop
  * l's later stages as NCCL's warps do.
  */
 class NvlsExecutor : public CollectiveExecutor

@@ -1,7 +1,18 @@
 /*
- * NVLS and NVLSTree AllReduce with trial loops (NcclWorld Fidelity=collective, RingFlows=true,
- * NvlsTrialLoops > 0; doc/flow-backend.md, "NVLS and NVLSTree: edge flows do not fit; trial
- * loops").
+ * NVLS and NVLSTree AllReduce shortcuts (NcclWorld Fidelity=collective with RingFlows, or auto;
+ * doc/flow-backend.md).
+ *
+ * One rail for all (exact; "NVLS and NVLSTree by one rail"). Shard h of every loop moves only
+ * over GPU h's NVLink and rail h. Where no link is on two rails' routes and every rail's
+ * connections cross, hop by hop, links of the same speed and latency as rail 0's, one to one
+ * (NvlsLinks: MemoEntry::railsAlike), the rails are copies of one system, so the executor runs
+ * with the first GPU of each server as its only member (the loop still cut into a shard per
+ * GPU of the server) and every GPU of a server completes when its first does: the chunk level
+ * with an eighth of the flows.
+ *
+ * Trial loops (approximate; only where the rails are not alike, NvlsTrialLoops > 0 and not
+ * auto; "NVLS and NVLSTree: edge flows do not fit; trial loops"), written for the executor
+ * before it kept NCCL's 8 network chunks in flight per tree connection:
  *
  * The chunk-level NvlsExecutor (nccl-algorithms.cc) runs `loops` identical loops through FIFO
  * connections of one transfer in flight (PipelineDepth 1). Per loop l and server s:
