@@ -458,15 +458,17 @@ NvlsExecutor::Pump(Conn* c)
             }
             break;
         }
+        // A network connection that is delivering a loop now, with the next one ready, keeps
+        // its bytes flowing: the next loop streams behind it.
+        const StepStart start = slots(snd) > 1 && c->lastDelivered == now ? StepStart::Streamed
+                                                                           : StepStart::Pipelined;
         c->queue.pop_front();
         --c->admitted;
         ++c->inFlight;
         ++transfers;
         // Flow keys: the stage and the head's rail (and tree), for ECMP and the route cache.
         const uint64_t key = (uint64_t(snd.stage) << 32) | (uint64_t(snd.tree) << 31) | snd.head;
-        m_send(snd.from, snd.to, snd.bytes, key, StepStart::Pipelined, [this, id]() {
-            Delivered(id);
-        });
+        m_send(snd.from, snd.to, snd.bytes, key, start, [this, id]() { Delivered(id); });
     }
 }
 
@@ -483,6 +485,7 @@ NvlsExecutor::Delivered(uint32_t id)
     const Send snd = m_sends[id];
     --snd.conn->inFlight;
     --snd.conn->open;
+    snd.conn->lastDelivered = Simulator::Now();
     Pump(snd.conn);
     const size_t ls = size_t(snd.loop) * NServers() + snd.server;
     switch (snd.stage)

@@ -155,8 +155,11 @@ constexpr uint32_t kNcclSteps = 8;
  * per channel, so 8 loops are NCCL's 8 slots per channel): a busy one pays its step latency
  * once, in the fill, and one that waits for its input pays it again. An NVLink stage is moved
  * by the GPU's own warps step after step (prims_simple.h: waitPeer, copy/reduce, postPeer),
- * so it has one slot: latency, then bytes, loop after loop. Loop l+1's reduce overlaps loop
- * l's later stages as NCCL's warps do.
+ * so it has one slot: latency, then bytes, loop after loop. A tree connection whose next loop
+ * is ready when a loop is delivered streams it behind that loop (StepStart::Streamed: its
+ * bytes follow at once and it does not wait the route latency again), as NCCL's posted steps
+ * follow each other on the wire. Loop l+1's reduce overlaps loop l's later stages as NCCL's
+ * warps do.
  */
 class NvlsExecutor : public CollectiveExecutor
 {
@@ -199,6 +202,7 @@ class NvlsExecutor : public CollectiveExecutor
         uint32_t admitted = 0;  //!< leading entries of `queue` that hold a slot
         bool waking = false;    //!< a wake-up at the head's latency end is scheduled
         Time latency = Time(-1); //!< its step latency (one link class and route), once known
+        Time lastDelivered = Time(-1); //!< when its latest transfer was delivered
         std::deque<uint32_t> queue; //!< send ids not yet started, in order
     };
     struct Head
