@@ -224,7 +224,8 @@ MakeRingShape(CollKind kind, uint64_t bytes, uint32_t n, const CollectivePlan& p
 }
 
 void
-Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
+Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done,
+                   uint32_t peerShift)
 {
     if (IsP2p(op->coll))
     {
@@ -235,7 +236,7 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
                                      " names peer " + std::to_string(op->peer) + " outside 0.." +
                                      std::to_string(m_nranks - 1));
         }
-        const uint32_t peer = static_cast<uint32_t>(op->peer);
+        const uint32_t peer = (static_cast<uint32_t>(op->peer) + peerShift) % m_nranks;
         if (op->coll == CollKind::Send)
         {
             m_sends[{commRank, peer}].push_back({op, Simulator::Now(), std::move(done)});
@@ -1061,10 +1062,23 @@ NcclCollective::GetCommRank() const
 }
 
 void
+NcclCollective::SetPeerShift(uint32_t shift)
+{
+    m_peerShift = m_comm && m_comm->GetNRanks() ? shift % m_comm->GetNRanks() : shift;
+}
+
+uint32_t
+NcclCollective::PeerOf(const Op& op) const
+{
+    const uint32_t n = m_comm->GetNRanks();
+    return (static_cast<uint32_t>(op.peer) + m_peerShift) % n;
+}
+
+void
 NcclCollective::Launch(const Op* op, std::function<void()> done)
 {
     ++m_launched;
-    m_comm->Post(m_commRank, op, std::move(done));
+    m_comm->Post(m_commRank, op, std::move(done), m_peerShift);
 }
 
 } // namespace ns3

@@ -174,8 +174,10 @@ class Communicator : public Object
     /// ECMP flow key of a point-to-point send from comm rank `src` to comm rank `dst` (the
     /// same for every communicator: the route differs by the GPU pair the hash mixes in).
     static uint64_t P2pFlowKey(uint32_t src, uint32_t dst);
-    /// Rank `commRank` launches `op`; done() runs when its part completes.
-    void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
+    /// Rank `commRank` launches `op`; done() runs when its part completes. A Send / Recv goes
+    /// to comm rank (op->peer + peerShift) mod n (NcclCollective::SetPeerShift).
+    void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done,
+              uint32_t peerShift = 0);
 
     /// Starts a transfer between executor nodes (comm ranks; node n + s is the NVSwitch of
     /// server group s) with the plan's wire factor and step latency; a `pipelined` step streams
@@ -539,6 +541,12 @@ class NcclCollective : public Application
     void Setup(Ptr<Communicator> comm, uint32_t commRank);
     Ptr<Communicator> GetCommunicator() const;
     uint32_t GetCommRank() const;
+    /// A rank that runs another rank's op list (RankTrace::opsFrom) sends to and receives from
+    /// the peers at the same offsets as that rank: op.peer + shift (mod n), where shift is this
+    /// rank's comm rank minus the list owner's. 0 (the default): peers as written.
+    void SetPeerShift(uint32_t shift);
+    /// The comm rank a Send / Recv op of this rank's list talks to.
+    uint32_t PeerOf(const gpusim::Op& op) const;
     /// Called by a stream when the NCCL launch reaches its head.
     void Launch(const gpusim::Op* op, std::function<void()> done);
 
@@ -551,6 +559,7 @@ class NcclCollective : public Application
 
     Ptr<Communicator> m_comm;
     uint32_t m_commRank = 0;
+    uint32_t m_peerShift = 0;
     uint64_t m_launched = 0;
 };
 
