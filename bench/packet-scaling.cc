@@ -1,8 +1,9 @@
 /*
  * Benchmark: how the packet backend's cost grows with the cluster (issue 21).
  *
- * Scenario: one AllReduce (default tuner: NVLSTree on dgx-h100) of --bytes on a rail fabric of
- * --servers dgx-h100 servers, packet backend, RDMA + DCQCN (--transport / --cc to change). Each
+ * Scenario: one AllReduce (default tuner: NVLSTree on dgx-h100) or, with --op=alltoall, one
+ * AllToAll (NCCL's point-to-point rounds with PXN) of --bytes on a rail fabric of --servers
+ * dgx-h100 servers, packet backend, RDMA + DCQCN (--transport / --cc to change). Each
  * size runs in its own child process so that its peak RSS is its own. Per size it prints the
  * wall time (building the network and the run), the peak RSS, the simulator events, the bytes
  * the transfers carried through the fabric, the packets the fabric links sent, events per GB
@@ -10,6 +11,7 @@
  *
  *   gpusim-bench-packet-scaling --servers=8,16,32,64 --bytes=64M
  *   gpusim-bench-packet-scaling --servers=128
+ *   gpusim-bench-packet-scaling --op=alltoall --servers=8,16,32
  */
 #include "ns3/byte-size.h"
 #include "ns3/cluster-spec.h"
@@ -61,7 +63,8 @@ Since(std::chrono::steady_clock::time_point t0)
 }
 
 Result
-RunCase(uint32_t servers, uint64_t bytes, const std::string& transport, const std::string& cc)
+RunCase(uint32_t servers, gpusim::CollKind op, uint64_t bytes, const std::string& transport,
+        const std::string& cc)
 {
     Result r;
     r.servers = servers;
@@ -91,7 +94,7 @@ RunCase(uint32_t servers, uint64_t bytes, const std::string& transport, const st
     net->SetTopology(cluster.GetTopology());
     net->Build();
     JobBuilder job(gpus.GetN());
-    job.AllRanks().CommInit("world").CreateStream(1, true).AllReduce(1, "world", bytes)
+    job.AllRanks().CommInit("world").CreateStream(1, true).Collective(1, op, "world", bytes)
         .SyncStream(1);
     GpuWorkloadHelper h;
     h.SetBackend(net);
@@ -135,8 +138,8 @@ RunCase(uint32_t servers, uint64_t bytes, const std::string& transport, const st
 
 /// Runs one size in a child process; returns its result and peak RSS (MiB).
 bool
-RunInChild(uint32_t servers, uint64_t bytes, const std::string& transport, const std::string& cc,
-           Result& out, double& rssMiB, double& cpuSeconds)
+RunInChild(uint32_t servers, gpusim::CollKind op, uint64_t bytes, const std::string& transport,
+           const std::string& cc, Result& out, double& rssMiB, double& cpuSeconds)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -147,7 +150,7 @@ RunInChild(uint32_t servers, uint64_t bytes, const std::string& transport, const
     if (pid == 0)
     {
         close(fd[0]);
-        Result r = RunCase(servers, bytes, transport, cc);
+        Result r = RunCase(servers, op, bytes, transport, cc);
         const ssize_t n = write(fd[1], &r, sizeof(r));
         _exit(n == ssize_t(sizeof(r)) ? 0 : 1);
     }
@@ -171,7 +174,9 @@ main(int argc, char** argv)
     std::string bytesText = "64M";
     std::string transport = "rdma";
     std::string cc = "dcqcn";
+    std::string opName = "allreduce";
     CommandLine cmd(__FILE__);
+    cmd.AddValue("op", "allreduce or alltoall", opName);
     cmd.AddValue("servers", "comma-separated cluster sizes (dgx-h100 servers)", serverList);
     cmd.AddValue("bytes", "AllReduce size (K/M/G suffixes)", bytesText);
     cmd.AddValue("transport", "rdma or tcp", transport);
@@ -179,6 +184,17 @@ main(int argc, char** argv)
                  cc);
     cmd.Parse(argc, argv);
     const uint64_t bytes = gpusim::ParseByteSize(bytesText);
+    gpusim::CollKind op = gpusim::CollKind::AllReduce;
+    if (opName == "alltoall")
+    {
+        op = gpusim::CollKind::AllToAll;
+    }
+    else if (opName != "allreduce")
+    {
+        std::cerr << "packet-scaling: --op must be allreduce or alltoall, not '" << opName
+                  << "'\n";
+        return 2;
+    }
     std::vector<uint32_t> sizes;
     std::stringstream ss(serverList);
     for (std::string item; std::getline(ss, item, ',');)
@@ -186,8 +202,9 @@ main(int argc, char** argv)
         sizes.push_back(static_cast<uint32_t>(std::stoul(item)));
     }
 
-    std::printf("AllReduce %s, rail-optimised dgx-h100, packet backend, %s + %s\n",
-                bytesText.c_str(), transport.c_str(), cc.c_str());
+    std::printf("%s %s, rail-optimised dgx-h100, packet backend, %s + %s\n",
+                op == gpusim::CollKind::AllToAll ? "AllToAll" : "AllReduce", bytesText.c_str(),
+                transport.c_str(), cc.c_str());
     std::printf("%7s %5s %8s %8s %8s %8s %8s %12s %9s %12s %11s %10s %6s %10s\n", "servers",
                 "GPUs", "setup_s", "run_s", "wall_s", "cpu_s", "rss_MiB", "events", "fabric_GB",
                 "link_pkts", "events/GB", "events/s", "cpu_x", "sim_us");
@@ -197,7 +214,7 @@ main(int argc, char** argv)
         Result r;
         double rss = 0;
         double cpu = 0;
-        if (!RunInChild(servers, bytes, transport, cc, r, rss, cpu))
+        if (!RunInChild(servers, op, bytes, transport, cc, r, rss, cpu))
         {
             std::printf("%7u  failed\n", servers);
             continue;

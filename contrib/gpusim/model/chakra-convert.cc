@@ -1088,10 +1088,11 @@ JobTraceToChakra(const JobTrace& job)
     for (const RankTrace& rt : job.ranks)
     {
         RankExporter ex(comms, rt.rank);
-        const RankTrace& src = rt.opsFrom >= 0 ? job.ranks.at(rt.opsFrom) : rt;
+        // A shared list, as this rank runs it: its communicators and its peers.
+        const RankTrace src = UnsharedRank(job, rt.rank);
         for (const Op& op : src.ops)
         {
-            if (op.kind != OpKind::CommInit) // shared lists carry another rank's inits
+            if (op.kind != OpKind::CommInit)
             {
                 ex.Add(op);
             }

@@ -236,15 +236,16 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
                                      std::to_string(from) + ", which has none of its own");
         }
         // A sharing rank's comm_init lines pair up, in order, with the shared list's: the
-        // list's collectives name the list's communicators (which may differ from this rank's).
-        std::vector<const std::string*> listComms;
+        // list's collectives name the list's communicators (which may differ from this rank's),
+        // and its sends and receives name peers at offsets from the list owner's comm rank.
+        std::vector<const Op*> listInits;
         if (from >= 0)
         {
             for (const Op& op : m_job->ranks[from].ops)
             {
                 if (op.kind == OpKind::CommInit)
                 {
-                    listComms.push_back(&op.comm);
+                    listInits.push_back(&op);
                 }
             }
         }
@@ -260,7 +261,14 @@ GpuWorkload::Install(std::shared_ptr<const gpusim::JobTrace> job,
             Ptr<NcclCollective> app = CreateObject<NcclCollective>();
             app->Setup(comm, op.commRank);
             node->AddApplication(app);
-            ctx->AddCommunicator(inits < listComms.size() ? *listComms[inits] : op.comm, app);
+            const Op* listInit = inits < listInits.size() ? listInits[inits] : nullptr;
+            if (listInit && op.nranks > 0)
+            {
+                const auto n = static_cast<int64_t>(op.nranks);
+                app->SetPeerShift(
+                    static_cast<uint32_t>(((op.commRank - listInit->commRank) % n + n) % n));
+            }
+            ctx->AddCommunicator(listInit ? listInit->comm : op.comm, app);
             ++inits;
         }
         m_contexts.push_back(ctx);

@@ -202,7 +202,10 @@ Collect(const gpusim::JobTrace& job,
             }
             const Ptr<Communicator> c = app->GetCommunicator();
             const uint32_t me = app->GetCommRank();
-            addRoute(r, c->GpuOf(me), c->GpuOf(peer), Communicator::P2pFlowKey(me, peer));
+            gpusim::Op send;
+            send.peer = static_cast<int32_t>(peer);
+            const uint32_t to = app->PeerOf(send); // the list's offset, from this rank
+            addRoute(r, c->GpuOf(me), c->GpuOf(to), Communicator::P2pFlowKey(me, to));
         }
         // Collectives across servers: the edge flows of their rings (channel c's flows use
         // flow key c, as the ring flows of NcclWorld RingFlows do), each the sender's.

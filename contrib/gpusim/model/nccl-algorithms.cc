@@ -1,6 +1,7 @@
 #include "ns3/nccl-algorithms.h"
 
 #include "ns3/log.h"
+#include "ns3/simulator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -327,20 +328,29 @@ DirectExecutor::Finish(uint32_t r)
 
 NvlsExecutor::NvlsExecutor(std::vector<std::vector<uint32_t>> servers,
                            std::vector<CollectiveTree> trees, uint32_t loops, double loopBytes,
-                           uint32_t depth, SendFn send)
+                           uint32_t depth, uint32_t slots, LatencyFn latency, SendFn send,
+                           uint32_t shards)
     : m_servers(std::move(servers)),
       m_trees(std::move(trees)),
       m_loops(std::max<uint32_t>(1, loops)),
       m_loopBytes(loopBytes),
       m_depth(std::max<uint32_t>(1, depth)),
+      m_slots(std::max(m_depth, slots)),
+      m_latency(std::move(latency)),
       m_send(std::move(send))
 {
+    // Comm ranks are 0..m_n-1 and switch s is node m_n + s; with one member per server (a
+    // rail standing for all) the members are a subset and m_n is past the largest.
     m_ppn = m_servers.front().size();
     for (const auto& g : m_servers)
     {
         NS_ABORT_MSG_IF(g.size() != m_ppn, "NVLS needs the same number of GPUs on every server");
-        m_n += g.size();
+        for (uint32_t r : g)
+        {
+            m_n = std::max(m_n, r + 1);
+        }
     }
+    m_shards = shards > 0 ? shards : m_ppn;
     m_serverOf.assign(m_n, 0);
     m_headOf.assign(m_n, 0);
     for (uint32_t s = 0; s < m_servers.size(); ++s)
@@ -403,37 +413,79 @@ NvlsExecutor::Queue(Stage st, uint32_t loop, uint32_t s, uint32_t h, uint32_t t,
 {
     const uint64_t conn = (uint64_t(st) << 56) | (uint64_t(t) << 55) |
                           (uint64_t(from & 0x7ffffff) << 27) | (to & 0x7ffffff);
+    Conn* c = &m_conns[conn]; // elements of an unordered_map stay where they are
     const uint32_t id = m_sends.size();
-    m_sends.push_back(Send{st, loop, s, h, t, from, to, bytes, conn});
-    m_conns[conn].queue.push_back(id);
-    Pump(conn);
+    m_sends.push_back(Send{st, loop, s, h, t, from, to, bytes, c, Time(0)});
+    c->queue.push_back(id);
+    Pump(c);
 }
 
 void
-NvlsExecutor::Pump(uint64_t conn)
+NvlsExecutor::Pump(Conn* c)
 {
-    Conn& c = m_conns[conn];
-    while (c.inFlight < m_depth && !c.queue.empty())
+    const Time now = Simulator::Now();
+    // Ready transfers take free slots in order; each starts its step latency on admission.
+    // Slots: a network connection (a tree edge between servers) is served by NCCL's proxy
+    // thread, which keeps up to NCCL_STEPS of its steps in flight, so their latencies overlap;
+    // an NVLink stage is moved by the GPU's own warps, which wait for, copy and post one step
+    // after another (prims_simple.h genericOp: waitPeer, reduce/copy, postPeer), so its step's
+    // synchronisation stays on its path: one at a time, latency then bytes, loop after loop.
+    auto slots = [this](const Send& snd) {
+        return snd.stage == kTreeUp || snd.stage == kTreeDown ? m_slots : 1u;
+    };
+    while (c->admitted < c->queue.size() && c->open < slots(m_sends[c->queue[c->admitted]]))
     {
-        const uint32_t id = c.queue.front();
-        c.queue.pop_front();
-        ++c.inFlight;
-        ++transfers;
+        Send& snd = m_sends[c->queue[c->admitted]];
+        if (c->latency.IsNegative())
+        {
+            c->latency = m_latency(snd.from, snd.to);
+        }
+        snd.latencyEnd = now + c->latency;
+        ++c->admitted;
+        ++c->open;
+    }
+    // Bytes go in FIFO order once the head's latency is over.
+    while (c->inFlight < m_depth && c->admitted > 0)
+    {
+        const uint32_t id = c->queue.front();
         const Send& snd = m_sends[id];
+        if (snd.latencyEnd > now)
+        {
+            if (!c->waking)
+            {
+                c->waking = true;
+                Simulator::Schedule(snd.latencyEnd - now, &NvlsExecutor::Wake, this, c);
+            }
+            break;
+        }
+        // A network connection that is delivering a loop now, with the next one ready, keeps
+        // its bytes flowing: the next loop streams behind it.
+        const StepStart start = slots(snd) > 1 && c->lastDelivered == now ? StepStart::Streamed
+                                                                           : StepStart::Pipelined;
+        c->queue.pop_front();
+        --c->admitted;
+        ++c->inFlight;
+        ++transfers;
         // Flow keys: the stage and the head's rail (and tree), for ECMP and the route cache.
         const uint64_t key = (uint64_t(snd.stage) << 32) | (uint64_t(snd.tree) << 31) | snd.head;
-        m_send(snd.from, snd.to, snd.bytes, key, StepStart::Fresh, [this, id]() {
-            Delivered(id);
-        });
+        m_send(snd.from, snd.to, snd.bytes, key, start, [this, id]() { Delivered(id); });
     }
+}
+
+void
+NvlsExecutor::Wake(Conn* c)
+{
+    c->waking = false;
+    Pump(c);
 }
 
 void
 NvlsExecutor::Delivered(uint32_t id)
 {
     const Send snd = m_sends[id];
-    Conn& c = m_conns[snd.conn];
-    --c.inFlight;
+    --snd.conn->inFlight;
+    --snd.conn->open;
+    snd.conn->lastDelivered = Simulator::Now();
     Pump(snd.conn);
     const size_t ls = size_t(snd.loop) * NServers() + snd.server;
     switch (snd.stage)
@@ -445,7 +497,7 @@ NvlsExecutor::Delivered(uint32_t id)
             for (uint32_t h = 0; h < m_ppn; ++h)
             {
                 Queue(kReduced, snd.loop, snd.server, h, 0, Switch(snd.server),
-                      m_servers[snd.server][h], m_loopBytes / m_ppn);
+                      m_servers[snd.server][h], m_loopBytes / m_shards);
             }
         }
         break;
@@ -492,7 +544,7 @@ NvlsExecutor::Progress(uint32_t loop, uint32_t s, uint32_t h)
         return;
     }
     const uint32_t me = m_servers[s][h];
-    const double part = m_loopBytes / m_ppn / std::max<size_t>(1, m_trees.size());
+    const double part = m_loopBytes / m_shards / std::max<size_t>(1, m_trees.size());
     bool allFinal = true;
     for (uint32_t t = 0; t < m_trees.size(); ++t)
     {
@@ -524,7 +576,7 @@ NvlsExecutor::Progress(uint32_t loop, uint32_t s, uint32_t h)
     if (allFinal && !hs.mcSent)
     {
         hs.mcSent = true;
-        Queue(kMcUp, loop, s, h, 0, me, Switch(s), m_loopBytes / m_ppn);
+        Queue(kMcUp, loop, s, h, 0, me, Switch(s), m_loopBytes / m_shards);
     }
 }
 

@@ -127,6 +127,17 @@ class DirectExecutor : public CollectiveExecutor
     std::vector<uint32_t> m_pending;
 };
 
+/// The step latency a transfer from node `from` to node `to` waits before its bytes flow (the
+/// Fresh step delay of the link class, after any wire latency it includes).
+using LatencyFn = std::function<Time(uint32_t from, uint32_t to)>;
+
+/// Chunks NCCL keeps in flight per network connection: a Simple sender waits for a free slot
+/// of its connection's FIFO of NCCL_STEPS = 8 (src/include/device.h:24; prims_simple.h:115
+/// waits `connStepCache + NCCL_STEPS < step + StepPerSlice`), and the proxy thread sends the
+/// posted steps, so a chunk's network step latency (proxy, RDMA, completion polling) runs
+/// while earlier chunks are still on the wire (NCCL 2.26).
+constexpr uint32_t kNcclSteps = 8;
+
 /**
  * NVLink SHARP AllReduce, in loops (NCCL's NVLS / NVLSTree patterns). Every server has `ppn`
  * member GPUs on one NVSwitch (switch node `n + server`); GPU h of a server is the head of
@@ -137,14 +148,27 @@ class DirectExecutor : public CollectiveExecutor
  *     trees of servers (half of the shard each), GPU h to GPU h, i.e. over rail h;
  *  4. multicast: head h sends its final shard to the switch; once all heads have, the switch
  *     sends the whole loop result to every GPU.
- * Every (stage, source, destination) pair is a FIFO connection of `depth` transfers in flight,
- * so loop l+1's reduce overlaps loop l's later stages as NCCL's warps do.
+ * Every (stage, source, destination) pair is a connection: a loop's transfer is admitted once
+ * it is ready and the connection has a free slot, waits its step latency from admission, and
+ * then sends its bytes in FIFO order, `depth` at a time; a slot frees at delivery. A tree
+ * connection (between servers, NCCL's proxy) has `slots` (kNcclSteps; one loop is one chunk
+ * per channel, so 8 loops are NCCL's 8 slots per channel): a busy one pays its step latency
+ * once, in the fill, and one that waits for its input pays it again. An NVLink stage is moved
+ * by the GPU's own warps step after step (prims_simple.h: waitPeer, copy/reduce, postPeer),
+ * so it has one slot: latency, then bytes, loop after loop. A tree connection whose next loop
+ * is ready when a loop is delivered streams it behind that loop (StepStart::Streamed: its
+ * bytes follow at once and it does not wait the route latency again), as NCCL's posted steps
+ * follow each other on the wire. Loop l+1's reduce overlaps loop l's later stages as NCCL's
+ * warps do.
  */
 class NvlsExecutor : public CollectiveExecutor
 {
   public:
+    /// `shards`: the heads a loop is cut into (0: the members per server). A run with one
+    /// member per server and `shards` = the real GPUs per server is one rail of the full run.
     NvlsExecutor(std::vector<std::vector<uint32_t>> servers, std::vector<CollectiveTree> trees,
-                 uint32_t loops, double loopBytes, uint32_t depth, SendFn send);
+                 uint32_t loops, double loopBytes, uint32_t depth, uint32_t slots,
+                 LatencyFn latency, SendFn send, uint32_t shards = 0);
     void Join(uint32_t r) override;
 
   private:
@@ -157,6 +181,7 @@ class NvlsExecutor : public CollectiveExecutor
         kMcUp = 4,   //!< head -> switch, final shard
         kMcDown = 5, //!< switch -> GPU, loop result
     };
+    struct Conn;
     struct Send
     {
         Stage stage;
@@ -167,13 +192,18 @@ class NvlsExecutor : public CollectiveExecutor
         uint32_t from;
         uint32_t to;
         double bytes;
-        uint64_t conn;
+        Conn* conn;
+        Time latencyEnd; //!< admission + step latency
     };
     struct Conn
     {
-        uint32_t inFlight = 0;
-        uint32_t started = 0;
-        std::deque<uint32_t> queue; //!< send ids waiting
+        uint32_t inFlight = 0;  //!< transfers whose bytes are on the way
+        uint32_t open = 0;      //!< admitted and not yet delivered (slots in use)
+        uint32_t admitted = 0;  //!< leading entries of `queue` that hold a slot
+        bool waking = false;    //!< a wake-up at the head's latency end is scheduled
+        Time latency = Time(-1); //!< its step latency (one link class and route), once known
+        Time lastDelivered = Time(-1); //!< when its latest transfer was delivered
+        std::deque<uint32_t> queue; //!< send ids not yet started, in order
     };
     struct Head
     {
@@ -190,7 +220,8 @@ class NvlsExecutor : public CollectiveExecutor
     Head& HeadState(uint32_t loop, uint32_t s, uint32_t h);
     void Queue(Stage st, uint32_t loop, uint32_t s, uint32_t h, uint32_t t, uint32_t from,
                uint32_t to, double bytes);
-    void Pump(uint64_t conn);
+    void Pump(Conn* c);
+    void Wake(Conn* c);
     void Delivered(uint32_t id);
     void Progress(uint32_t loop, uint32_t s, uint32_t h);
     void TryUp(uint32_t r);
@@ -199,9 +230,12 @@ class NvlsExecutor : public CollectiveExecutor
     std::vector<CollectiveTree> m_trees; //!< over server indices; empty on one server
     uint32_t m_n = 0;
     uint32_t m_ppn = 0;
+    uint32_t m_shards = 0; //!< heads each loop is cut into
     uint32_t m_loops;
     double m_loopBytes;
     uint32_t m_depth;
+    uint32_t m_slots;
+    LatencyFn m_latency;
     SendFn m_send;
     std::vector<uint32_t> m_serverOf; //!< by comm rank
     std::vector<uint32_t> m_headOf;   //!< local index by comm rank

@@ -188,14 +188,26 @@ Time
 Communicator::StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst,
                         bool pipelined) const
 {
+    if (pipelined)
+    {
+        return Time(0); // no step latency, and none of it to take the wire out of
+    }
     const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
-    Time step = pipelined ? Time(0) : hop.inter ? plan.stepLatencyInter : plan.stepLatency;
+    Time step = hop.inter ? plan.stepLatencyInter : plan.stepLatency;
     if (plan.hopIncludesWire)
     {
         // The step latency is measured end to end: the route's wire latency is part of it.
         step = Max(Time(0), step - NanoSeconds(std::llround(hop.wireUs * 1e3)));
     }
     return step;
+}
+
+LatencyFn
+Communicator::NvlsLatency(const CollectivePlan& plan) const
+{
+    return [this, plan](uint32_t from, uint32_t to) {
+        return StepDelay(plan, Endpoint(from), Endpoint(to), false);
+    };
 }
 
 RingShape
@@ -212,7 +224,8 @@ MakeRingShape(CollKind kind, uint64_t bytes, uint32_t n, const CollectivePlan& p
 }
 
 void
-Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
+Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done,
+                   uint32_t peerShift)
 {
     if (IsP2p(op->coll))
     {
@@ -223,7 +236,7 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done)
                                      " names peer " + std::to_string(op->peer) + " outside 0.." +
                                      std::to_string(m_nranks - 1));
         }
-        const uint32_t peer = static_cast<uint32_t>(op->peer);
+        const uint32_t peer = (static_cast<uint32_t>(op->peer) + peerShift) % m_nranks;
         if (op->coll == CollKind::Send)
         {
             m_sends[{commRank, peer}].push_back({op, Simulator::Now(), std::move(done)});
@@ -382,7 +395,8 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
             trees = DoubleBinaryTree(groups.size());
         }
         return std::make_unique<NvlsExecutor>(std::move(groups), std::move(trees), plan.loops,
-                                              S / plan.loops, plan.pipelineDepth, send);
+                                              S / plan.loops, plan.pipelineDepth, kNcclSteps,
+                                              NvlsLatency(plan), send);
     }
     if (plan.algo == "tree")
     {
@@ -1048,10 +1062,23 @@ NcclCollective::GetCommRank() const
 }
 
 void
+NcclCollective::SetPeerShift(uint32_t shift)
+{
+    m_peerShift = m_comm && m_comm->GetNRanks() ? shift % m_comm->GetNRanks() : shift;
+}
+
+uint32_t
+NcclCollective::PeerOf(const Op& op) const
+{
+    const uint32_t n = m_comm->GetNRanks();
+    return (static_cast<uint32_t>(op.peer) + m_peerShift) % n;
+}
+
+void
 NcclCollective::Launch(const Op* op, std::function<void()> done)
 {
     ++m_launched;
-    m_comm->Post(m_commRank, op, std::move(done));
+    m_comm->Post(m_commRank, op, std::move(done), m_peerShift);
 }
 
 } // namespace ns3

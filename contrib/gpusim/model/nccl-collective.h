@@ -100,7 +100,9 @@ enum class CollectivePath : uint8_t
     Chunk,     //!< chunk by chunk through the backend (the detailed model)
     Replayed,  //!< completion times of an earlier isolated run of the same op (no transfers)
     EdgeFlows, //!< ring as one flow per edge and channel, latencies in closed form
-    TrialLoops //!< NVLS/NVLSTree: some loops chunk by chunk, the rest extrapolated (approximate)
+    TrialLoops, //!< NVLS/NVLSTree: some loops chunk by chunk, the rest extrapolated (approximate)
+    OneRail     //!< NVLS/NVLSTree: one GPU per server and its rail, chunk by chunk, stand for
+                //!< every GPU and rail (exact where the rails are disjoint and alike)
 };
 
 /// Why a collective ran chunk by chunk.
@@ -172,8 +174,10 @@ class Communicator : public Object
     /// ECMP flow key of a point-to-point send from comm rank `src` to comm rank `dst` (the
     /// same for every communicator: the route differs by the GPU pair the hash mixes in).
     static uint64_t P2pFlowKey(uint32_t src, uint32_t dst);
-    /// Rank `commRank` launches `op`; done() runs when its part completes.
-    void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done);
+    /// Rank `commRank` launches `op`; done() runs when its part completes. A Send / Recv goes
+    /// to comm rank (op->peer + peerShift) mod n (NcclCollective::SetPeerShift).
+    void Post(uint32_t commRank, const gpusim::Op* op, std::function<void()> done,
+              uint32_t peerShift = 0);
 
     /// Starts a transfer between executor nodes (comm ranks; node n + s is the NVSwitch of
     /// server group s) with the plan's wire factor and step latency; a `pipelined` step streams
@@ -219,6 +223,9 @@ class Communicator : public Object
         std::vector<uint32_t> ringLinks; //!< sorted; empty until first needed
         std::vector<uint64_t> ringOwn;   //!< ring edge flows crossing each of ringLinks
         bool ringConflict = false;       //!< an edge-flow run met other traffic: chunk level
+        // NVLS / NVLSTree by one rail (nccl-nvls-flows.cc), set with ringLinks:
+        std::vector<uint64_t> railOwn; //!< flows of one loop of the first rail on each ringLink
+        bool railsAlike = false; //!< every rail's links are its own and alike the first's
     };
     using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
     using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
@@ -259,6 +266,8 @@ class Communicator : public Object
         std::vector<double> atA, atB, last;
         uint32_t pending = 0;  //!< ranks whose last trial loop has not arrived
         uint64_t perLoop = 0;  //!< transfers of one loop
+        bool oneRail = false;  //!< OneRail: the first GPU of each server stands for its server
+        std::vector<std::vector<uint32_t>> groups; //!< OneRail: comm ranks by server
     };
 
     struct Instance
@@ -295,8 +304,12 @@ class Communicator : public Object
     /// NVLS: loop delivered to comm rank r; the last trial loop of the last rank fixes every
     /// rank's completion.
     void NvlsLoopDelivered(uint64_t seq, uint32_t r);
-    /// NVLS: the directed links of every connection and its flows per loop on each.
+    /// NVLS: the directed links of every connection and its flows per loop on each; whether
+    /// the rails are disjoint and alike (MemoEntry::railsAlike).
     void NvlsLinks(MemoEntry& m);
+    /// NVLS: all ranks joined and the rails alike; runs the first rail chunk by chunk if the
+    /// op's links are idle.
+    void StartNvlsRail(uint64_t seq, Instance& inst);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,
@@ -304,6 +317,9 @@ class Communicator : public Object
     /// Delay before a transfer between backend endpoints starts (the step latency; 0 when
     /// pipelined).
     Time StepDelay(const CollectivePlan& plan, uint32_t src, uint32_t dst, bool pipelined) const;
+    /// The step latency of an NVLS/NVLSTree transfer between two executor nodes (comm ranks
+    /// or the switches above them): StepDelay of a fresh step.
+    std::function<Time(uint32_t, uint32_t)> NvlsLatency(const CollectivePlan& plan) const;
     /// Collective fidelity: comm rank r's executor join (after the base latency).
     void ExecJoin(uint64_t seq, uint32_t commRank);
     /// Collective fidelity: picks how instance `seq` runs (see MemoEntry::State).
@@ -416,13 +432,14 @@ class NcclWorld : public Object
         uint64_t detailed = 0;  //!< instances run in detail (learning, skew, busy links)
         uint64_t conflicts = 0; //!< replays whose links carried other traffic meanwhile
         uint64_t fluid = 0;     //!< RingFlows: ring instances run as one flow per edge
+        uint64_t oneRail = 0;   //!< NVLS / NVLSTree instances run as one rail for all
         /// Instances run chunk by chunk, by ChunkReason (Forced is not counted).
         std::array<uint64_t, static_cast<size_t>(ChunkReason::Count)> chunk{};
         /// All instances counted by `chunk`.
         uint64_t ChunkTotal() const;
         /// Adds another run's counts (a CLI sweep runs one world per size).
         void Add(const FidelityStats& o);
-        /// As a JSON object: {"mode" (when given), "edge_flows", "replayed", "chunk",
+        /// As a JSON object: {"mode" (when given), "edge_flows", "one_rail", "replayed", "chunk",
         /// "chunk_reasons": {ToString(ChunkReason): count}, "conflicts"}.
         std::string Json(const std::string& mode = "") const;
     };
@@ -524,6 +541,12 @@ class NcclCollective : public Application
     void Setup(Ptr<Communicator> comm, uint32_t commRank);
     Ptr<Communicator> GetCommunicator() const;
     uint32_t GetCommRank() const;
+    /// A rank that runs another rank's op list (RankTrace::opsFrom) sends to and receives from
+    /// the peers at the same offsets as that rank: op.peer + shift (mod n), where shift is this
+    /// rank's comm rank minus the list owner's. 0 (the default): peers as written.
+    void SetPeerShift(uint32_t shift);
+    /// The comm rank a Send / Recv op of this rank's list talks to.
+    uint32_t PeerOf(const gpusim::Op& op) const;
     /// Called by a stream when the NCCL launch reaches its head.
     void Launch(const gpusim::Op* op, std::function<void()> done);
 
@@ -536,6 +559,7 @@ class NcclCollective : public Application
 
     Ptr<Communicator> m_comm;
     uint32_t m_commRank = 0;
+    uint32_t m_peerShift = 0;
     uint64_t m_launched = 0;
 };
 

@@ -61,6 +61,8 @@ ToString(CollectivePath p)
         return "edge-flows";
     case CollectivePath::TrialLoops:
         return "trial-loops";
+    case CollectivePath::OneRail:
+        return "one-rail";
     }
     return "?";
 }
@@ -135,6 +137,7 @@ NcclWorld::FidelityStats::Add(const FidelityStats& o)
     detailed += o.detailed;
     conflicts += o.conflicts;
     fluid += o.fluid;
+    oneRail += o.oneRail;
     for (size_t i = 0; i < chunk.size(); ++i)
     {
         chunk[i] += o.chunk[i];
@@ -150,7 +153,7 @@ NcclWorld::FidelityStats::Json(const std::string& mode) const
     {
         j.Key("mode").String(mode);
     }
-    j.Key("edge_flows").Uint(fluid).Key("replayed").Uint(replayed);
+    j.Key("edge_flows").Uint(fluid).Key("one_rail").Uint(oneRail).Key("replayed").Uint(replayed);
     j.Key("chunk").Uint(ChunkTotal());
     j.Key("chunk_reasons").BeginObject();
     for (size_t i = 0; i < chunk.size(); ++i)
@@ -306,6 +309,11 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
         }
         return;
     }
+    if (inst.memo->ringLinks.empty() && m_world->IsRingFlows() && m_world->GetFlowBackend() &&
+        (inst.memo->plan.algo == "nvls" || inst.memo->plan.algo == "nvlstree"))
+    {
+        NvlsLinks(*inst.memo); // whether one rail can stand for all
+    }
     const MemoEntry& m = *inst.memo;
     const bool ring = RingFlowsApply(m, *inst.op);
     const bool nvls = NvlsFlowsApply(m, *inst.op);
@@ -434,13 +442,15 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     if (inst.mode == Mode::Fluid)
     {
         // The chunk level's transfers: every edge flow stands for one per item.
-        rec.transfers = inst.ring ? uint64_t(inst.ring->items) * inst.ring->endNs.size()
+        const bool oneRail = inst.nvls && inst.nvls->oneRail;
+        rec.transfers = inst.ring    ? uint64_t(inst.ring->items) * inst.ring->endNs.size()
+                        : oneRail ? inst.nvls->perLoop
                                   : uint64_t(inst.nvls->loops) * inst.nvls->perLoop;
+        const std::vector<uint64_t>& own = oneRail ? m.railOwn : m.ringOwn;
         m_world->Reserve(m.ringLinks, Simulator::Now());
         for (size_t i = 0; i < m.ringLinks.size(); ++i)
         {
-            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] !=
-                m.ringOwn[i] * inst.ownScale)
+            if (net->GetLinkFlowStarts(m.ringLinks[i]) - inst.snap[i] != own[i] * inst.ownScale)
             {
                 // Other traffic started on its links while it ran: the edge flows shared
                 // with it at fluid rates, not chunk by chunk. Chunk level from now on.

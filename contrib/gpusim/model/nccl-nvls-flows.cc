@@ -1,7 +1,18 @@
 /*
- * NVLS and NVLSTree AllReduce with trial loops (NcclWorld Fidelity=collective, RingFlows=true,
- * NvlsTrialLoops > 0; doc/flow-backend.md, "NVLS and NVLSTree: edge flows do not fit; trial
- * loops").
+ * NVLS and NVLSTree AllReduce shortcuts (NcclWorld Fidelity=collective with RingFlows, or auto;
+ * doc/flow-backend.md).
+ *
+ * One rail for all (exact; "NVLS and NVLSTree by one rail"). Shard h of every loop moves only
+ * over GPU h's NVLink and rail h. Where no link is on two rails' routes and every rail's
+ * connections cross, hop by hop, links of the same speed and latency as rail 0's, one to one
+ * (NvlsLinks: MemoEntry::railsAlike), the rails are copies of one system, so the executor runs
+ * with the first GPU of each server as its only member (the loop still cut into a shard per
+ * GPU of the server) and every GPU of a server completes when its first does: the chunk level
+ * with an eighth of the flows.
+ *
+ * Trial loops (approximate; only where the rails are not alike, NvlsTrialLoops > 0 and not
+ * auto; "NVLS and NVLSTree: edge flows do not fit; trial loops"), written for the executor
+ * before it kept NCCL's 8 network chunks in flight per tree connection:
  *
  * The chunk-level NvlsExecutor (nccl-algorithms.cc) runs `loops` identical loops through FIFO
  * connections of one transfer in flight (PipelineDepth 1). Per loop l and server s:
@@ -80,8 +91,10 @@ constexpr uint64_t kMcDownStage = 5;
 bool
 Communicator::NvlsFlowsApply(const MemoEntry& m, const gpusim::Op& op) const
 {
-    return m_world->GetNvlsTrialLoops() > 0 && m_world->GetFlowBackend() && m_nranks >= 2 &&
-           op.bytes > 0 && !m.ringConflict &&
+    // One rail for all (exact) wherever the rails are disjoint and alike; trial loops
+    // (approximate) only where asked for and the rails are not.
+    return (m.railsAlike || m_world->GetNvlsTrialLoops() > 0) && m_world->IsRingFlows() &&
+           m_world->GetFlowBackend() && m_nranks >= 2 && op.bytes > 0 && !m.ringConflict &&
            (m.plan.algo == "nvls" || m.plan.algo == "nvlstree") && m.plan.pipelineDepth == 1 &&
            op.coll == gpusim::CollKind::AllReduce;
 }
@@ -90,7 +103,11 @@ void
 Communicator::NvlsLinks(MemoEntry& m)
 {
     // Every connection of the executor sends one transfer per loop on the route of its flow
-    // key: count them per directed link.
+    // key: count them per directed link, for all rails (ringOwn) and for the first (railOwn).
+    // The rails are alike when no link carries two rails' connections and the same
+    // connection of every rail crosses, hop by hop, links of the same speed and latency that
+    // correspond one to one: then every rail's transfers share their links exactly as the
+    // first rail's do, and by symmetry run at the same instants.
     FlowBackend* net = m_world->GetFlowBackend();
     const std::vector<std::vector<uint32_t>> servers = NvlsGroups();
     const uint32_t S = servers.size();
@@ -101,42 +118,177 @@ Communicator::NvlsLinks(MemoEntry& m)
         trees = DoubleBinaryTree(S);
     }
     Ptr<ClusterTopology> topo = m_world->GetTopology();
-    std::map<uint32_t, uint64_t> own;
-    auto add = [&](uint32_t src, uint32_t dst, uint64_t key) {
-        for (uint32_t l : net->GetRouteLinks(src, dst, key))
-        {
-            ++own[l];
-        }
+    // routes[h]: the routes of rail h's connections, in one order for every rail.
+    std::vector<std::vector<std::vector<uint32_t>>> routes(ppn);
+    auto add = [&](uint32_t h, uint32_t src, uint32_t dst, uint64_t key) {
+        routes[h].push_back(net->GetRouteLinks(src, dst, key));
     };
-    for (uint32_t s = 0; s < S; ++s)
+    for (uint32_t h = 0; h < ppn; ++h)
     {
-        const uint32_t sw = topo->NvSwitchEndpoint(m_gpus[servers[s].front()]);
-        for (uint32_t h = 0; h < ppn; ++h)
+        for (uint32_t s = 0; s < S; ++s)
         {
+            const uint32_t sw = topo->NvSwitchEndpoint(m_gpus[servers[s].front()]);
             const uint32_t g = m_gpus[servers[s][h]];
-            add(g, sw, NvlsKey(0, 0, h));            // reduce up
-            add(sw, g, NvlsKey(1, 0, h));            // reduced shard
-            add(g, sw, NvlsKey(4, 0, h));            // multicast up
-            add(sw, g, NvlsKey(kMcDownStage, 0, h)); // multicast down
+            add(h, g, sw, NvlsKey(0, 0, h));            // reduce up
+            add(h, sw, g, NvlsKey(1, 0, h));            // reduced shard
+            add(h, g, sw, NvlsKey(4, 0, h));            // multicast up
+            add(h, sw, g, NvlsKey(kMcDownStage, 0, h)); // multicast down
             for (uint32_t t = 0; t < trees.size(); ++t)
             {
                 const int32_t p = trees[t].parent[s];
                 if (p >= 0)
                 {
                     const uint32_t pg = m_gpus[servers[p][h]];
-                    add(g, pg, NvlsKey(2, t, h));
-                    add(pg, g, NvlsKey(3, t, h));
+                    add(h, g, pg, NvlsKey(2, t, h));
+                    add(h, pg, g, NvlsKey(3, t, h));
+                }
+            }
+        }
+    }
+    std::map<uint32_t, uint64_t> own;
+    std::map<uint32_t, uint64_t> first;
+    std::map<uint32_t, uint32_t> railOf;
+    bool alike = true;
+    const auto& links = topo->Links();
+    for (uint32_t h = 0; h < ppn; ++h)
+    {
+        std::map<uint32_t, uint32_t> to;   // first rail's link -> this rail's
+        std::map<uint32_t, uint32_t> from; // and back
+        for (size_t c = 0; c < routes[h].size(); ++c)
+        {
+            const auto& r = routes[h][c];
+            const auto& r0 = routes[0][c];
+            alike = alike && r.size() == r0.size();
+            for (size_t i = 0; i < r.size(); ++i)
+            {
+                const uint32_t l = r[i];
+                ++own[l];
+                if (h == 0)
+                {
+                    ++first[l];
+                }
+                alike = alike && railOf.emplace(l, h).first->second == h;
+                if (alike)
+                {
+                    const uint32_t l0 = r0[i];
+                    alike = to.emplace(l0, l).first->second == l &&
+                            from.emplace(l, l0).first->second == l0 &&
+                            links[l].bitsPerSec == links[l0].bitsPerSec &&
+                            links[l].latencySec == links[l0].latencySec;
                 }
             }
         }
     }
     m.ringLinks.clear();
     m.ringOwn.clear();
+    m.railOwn.clear();
     for (const auto& [l, count] : own)
     {
         m.ringLinks.push_back(l);
         m.ringOwn.push_back(count);
+        auto it = first.find(l);
+        m.railOwn.push_back(it == first.end() ? 0 : it->second);
     }
+    m.railsAlike = alike;
+}
+
+void
+Communicator::StartNvlsRail(uint64_t seq, Instance& inst)
+{
+    MemoEntry& m = *inst.memo;
+    FlowBackend* net = m_world->GetFlowBackend();
+    // As for rings: busy or reserved links, or another collective open on a member GPU,
+    // would share links with some rails and not others; run in detail instead.
+    bool alone = m_world->LinksFree(m.ringLinks);
+    for (uint32_t r = 0; alone && r < m_nranks; ++r)
+    {
+        alone = m_world->GetOpen(m_gpus[r]) == 1;
+    }
+    if (!alone)
+    {
+        StartDetailed(seq, inst, Mode::Detailed, ChunkReason::Busy);
+        return;
+    }
+    const CollectivePlan& plan = m.plan;
+    auto fn = std::make_unique<FluidNvls>();
+    FluidNvls& f = *fn;
+    f.oneRail = true;
+    f.loops = std::max<uint32_t>(1, plan.loops);
+    f.groups = NvlsGroups();
+    f.pending = f.groups.size();
+    inst.nvls = std::move(fn);
+    m.span = Time(0);
+
+    inst.snap.resize(m.ringLinks.size());
+    for (size_t i = 0; i < m.ringLinks.size(); ++i)
+    {
+        inst.snap[i] = net->GetLinkFlowStarts(m.ringLinks[i]);
+    }
+    inst.mode = Mode::Fluid;
+    inst.start = Simulator::Now();
+    inst.record.path = CollectivePath::OneRail;
+    inst.record.chunkReason = ChunkReason::None;
+    inst.ownScale = f.loops;
+    ++m_world->MutableFidelityStats().oneRail;
+    m_world->Reserve(m.ringLinks, Time::Max());
+
+    // The executor as MakeExecutor builds it, with the first GPU of every server as its only
+    // member and the loop still cut into one shard per GPU of the server.
+    Ptr<ClusterTopology> topo = m_world->GetTopology();
+    m_switches.clear();
+    std::vector<std::vector<uint32_t>> firsts;
+    std::vector<uint32_t> serverOf(m_nranks, 0);
+    uint32_t execN = 0;
+    for (uint32_t s = 0; s < f.groups.size(); ++s)
+    {
+        const std::vector<uint32_t>& g = f.groups[s];
+        m_switches.push_back(topo->NvSwitchEndpoint(m_gpus[g.front()]));
+        firsts.push_back({g.front()});
+        serverOf[g.front()] = s;
+        execN = std::max(execN, g.front() + 1);
+    }
+    std::vector<CollectiveTree> trees;
+    if (f.groups.size() > 1)
+    {
+        trees = DoubleBinaryTree(f.groups.size());
+    }
+    // The executor names switch s m + s past its largest member m; the communicator, past
+    // all its ranks.
+    auto node = [this, execN](uint32_t x) { return x >= execN ? m_nranks + (x - execN) : x; };
+    SendFn send = [this, plan, node](uint32_t from, uint32_t to, double bytes, uint64_t key,
+                                     StepStart start, std::function<void()> delivered) {
+        Send(plan, node(from), node(to), bytes, key, start, std::move(delivered));
+    };
+    LatencyFn latency = [this, plan, node](uint32_t from, uint32_t to) {
+        return StepDelay(plan, Endpoint(node(from)), Endpoint(node(to)), false);
+    };
+    const uint32_t ppn = f.groups.front().size();
+    const double loopBytes = static_cast<double>(inst.op->bytes) / f.loops;
+    inst.exec = std::make_unique<NvlsExecutor>(std::move(firsts), std::move(trees), f.loops,
+                                               loopBytes, plan.pipelineDepth, kNcclSteps, latency,
+                                               send, ppn);
+    inst.exec->onRankDone = [this, seq, serverOf](uint32_t first) {
+        Instance& in = m_instances.at(seq);
+        FluidNvls& fl = *in.nvls;
+        MemoEntry& me = *in.memo;
+        me.span = Max(me.span, Simulator::Now() - in.start);
+        if (--fl.pending == 0)
+        {
+            // Every rail moved what the first did.
+            fl.perLoop = in.exec->transfers * fl.groups.front().size();
+        }
+        const std::vector<uint32_t> members = fl.groups[serverOf[first]];
+        for (uint32_t r : members)
+        {
+            FinishRank(seq, r);
+        }
+    };
+    for (const auto& g : f.groups)
+    {
+        inst.exec->Join(g.front());
+    }
+    NS_LOG_INFO("comm " << m_id << " seq " << seq << ": " << plan.algo << ", one rail of "
+                        << ppn << " chunk by chunk");
 }
 
 void
@@ -147,6 +299,11 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     if (m.ringLinks.empty())
     {
         NvlsLinks(m);
+    }
+    if (m.railsAlike)
+    {
+        StartNvlsRail(seq, inst);
+        return;
     }
     // As for rings: busy or reserved links, or another collective open on a member GPU,
     // would contend chunk by chunk with the trial loops; run in detail instead.
@@ -215,7 +372,7 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     };
     const double loopBytes = static_cast<double>(inst.op->bytes) / f.loops;
     inst.exec = std::make_unique<NvlsExecutor>(std::move(groups), std::move(trees), f.trial,
-                                               loopBytes, 1, send);
+                                               loopBytes, 1, kNcclSteps, NvlsLatency(plan), send);
     inst.exec->onRankDone = [](uint32_t) {}; // completion comes from NvlsLoopDelivered
     for (uint32_t r = 0; r < m_nranks; ++r)
     {

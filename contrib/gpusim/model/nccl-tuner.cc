@@ -74,7 +74,8 @@ struct NcclWorld::LinkLoads
     std::vector<double> bytes; //!< per directed link, wire bytes at protocol factor 1
     double depth = 0;          //!< dependency depth in steps
     double depthInter = 0;     //!< of which steps wait on a connection between servers
-    double maxWireUs = 0;      //!< longest route latency among the transfers
+    double maxWireUs = 0;      //!< longest route latency among the transfers between servers
+    double maxWireIntraUs = 0; //!< among those inside a server (NVLink, NVSwitch)
 };
 
 /// One candidate of the tuner.
@@ -156,13 +157,14 @@ class LoadBuilder
 {
   public:
     LoadBuilder(const NcclWorld& world, const Communicator& comm, const CollectivePlan& eff,
-                std::vector<double>& bytes, double& maxWireUs)
+                std::vector<double>& bytes, double& maxWireUs, double& maxWireIntraUs)
         : m_world(world),
           m_comm(comm),
           m_topo(world.GetTopology()),
           m_eff(eff),
           m_bytes(bytes),
-          m_maxWireUs(maxWireUs)
+          m_maxWireUs(maxWireUs),
+          m_maxWireIntraUs(maxWireIntraUs)
     {
         m_bytes.assign(m_topo->Links().size(), 0.0);
     }
@@ -180,7 +182,8 @@ class LoadBuilder
         {
             m_bytes[l] += b / e;
         }
-        m_maxWireUs = std::max(m_maxWireUs, hop.wireUs);
+        double& wire = hop.inter ? m_maxWireUs : m_maxWireIntraUs;
+        wire = std::max(wire, hop.wireUs);
         anyInter = anyInter || hop.inter;
     }
 
@@ -221,6 +224,7 @@ class LoadBuilder
     const CollectivePlan& m_eff;
     std::vector<double>& m_bytes;
     double& m_maxWireUs;
+    double& m_maxWireIntraUs;
     std::vector<uint32_t> m_route;
 };
 
@@ -376,7 +380,7 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
                              const Communicator& comm, uint32_t channels,
                              const CollectivePlan& eff, LinkLoads& L) const
 {
-    LoadBuilder lb(*this, comm, eff, L.bytes, L.maxWireUs);
+    LoadBuilder lb(*this, comm, eff, L.bytes, L.maxWireUs, L.maxWireIntraUs);
     const double S = static_cast<double>(bytes);
     const uint32_t C = std::max<uint32_t>(1, channels);
     L.depth = 0;
@@ -437,29 +441,31 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
             e.bwFactor *= cap / busGBps;
         }
     }
-    // Per-step latency of each link class, with the route's wire latency on top (or inside).
+    // Per-step latency of each link class, with the wire latency of that class's routes on top
+    // (or inside): a step inside a server waits the NVLink route's latency, not the network's.
     const bool inside = costs.hopIncludesWire;
-    auto stepUs = [&](Time hop) {
+    auto stepUs = [&](Time hop, double wireUs) {
         const double h = hop.GetNanoSeconds() / 1e3;
-        return inside ? std::max(h, L.maxWireUs) : h + L.maxWireUs;
+        return inside ? std::max(h, wireUs) : h + wireUs;
     };
-    const double intraUs = stepUs(costs.stepLatency);
-    const double interUs = stepUs(costs.stepLatencyInter);
+    const double intraUs = stepUs(costs.stepLatency, L.maxWireIntraUs);
+    const double interUs = stepUs(costs.stepLatencyInter, L.maxWireUs);
     const double baseUs = costs.baseLatency.GetNanoSeconds() / 1e3;
     const double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
     if (algo == "nvls" || algo == "nvlstree")
     {
-        // Loops stream through the stages: each loop's reduce waits its step latency on the
-        // GPU's connection to the switch (and each tree hop on its connection); the last loop
-        // then fills the remaining stages: reduced shard, multicast up and down.
+        // Loops stream through the stages. Each loop's reduce waits its step latency on the
+        // GPU's connection to the switch (NVLink stages go one step at a time); a tree
+        // connection keeps NCCL_STEPS chunks in flight (NvlsExecutor), so a busy one pays its
+        // network step latency once, in the fill. The last loop then fills the remaining
+        // stages: reduced shard, multicast up and down.
         const std::vector<std::vector<uint32_t>> groups = comm.NvlsGroups();
         const double ppn = groups.front().size();
         e.loops = NvlsLoops(bytes, groups.size(), groups.front().size());
         const double loops = e.loops;
         const double perLoopNv = nvlinkSec / e.bwFactor * 1e6 / loops;
         const double perLoopNet = netSec / e.bwFactor * 1e6 / loops;
-        const double cycle = std::max(perLoopNv + intraUs, perLoopNet > 0 ? perLoopNet + interUs
-                                                                          : 0.0);
+        const double cycle = std::max(perLoopNv + intraUs, perLoopNet);
         const double fill = perLoopNv * (1 + 2 / ppn) / (2 * (1 + 1 / ppn)) + perLoopNet;
         e.us = baseUs + loops * cycle + fill + latencyUs - intraUs;
         return e;

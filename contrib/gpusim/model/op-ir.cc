@@ -1276,17 +1276,32 @@ UnsharedRank(const JobTrace& job, uint32_t r)
     full.rank = r;
     full.opsFrom = -1;
     size_t own = 0;
-    std::map<std::string, std::string> renamed; // the list's communicator -> this rank's
+    struct Renamed
+    {
+        std::string comm;   //!< this rank's communicator
+        int64_t shift = 0;  //!< this rank's comm rank minus the list owner's
+        int64_t nranks = 0;
+    };
+    std::map<std::string, Renamed> renamed; // the list's communicator -> this rank's
     for (Op& op : full.ops)
     {
         if (op.kind == OpKind::CommInit)
         {
-            renamed[op.comm] = rt.ops.at(own).comm;
-            op = rt.ops.at(own++);
+            const Op& mine = rt.ops.at(own++);
+            renamed[op.comm] = {mine.comm, int64_t(mine.commRank) - op.commRank, mine.nranks};
+            op = mine;
         }
         else if (op.kind == OpKind::Collective)
         {
-            op.comm = renamed.at(op.comm);
+            const Renamed& to = renamed.at(op.comm);
+            op.comm = to.comm;
+            if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer >= 0 &&
+                to.nranks > 0)
+            {
+                // Peers keep their offset from the rank (RankTrace::opsFrom).
+                op.peer = static_cast<int32_t>(((op.peer + to.shift) % to.nranks + to.nranks) %
+                                               to.nranks);
+            }
         }
     }
     return full;

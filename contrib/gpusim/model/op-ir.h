@@ -164,7 +164,9 @@ struct RankTrace
     /// rank's own comm_init lines (the one field identical ranks differ in), in the order of
     /// the shared list's. The i-th may name another communicator than the list's i-th (ranks
     /// of different TP / DP groups running the same program, as the training generator shares
-    /// them): the list's collectives on that communicator then run on the rank's own.
+    /// them): the list's collectives on that communicator then run on the rank's own, and its
+    /// sends and receives go to the peers at the same offsets from this rank's comm rank as
+    /// from the owner's (TP ranks of a ring, each sending to the next, share one list).
     int32_t opsFrom = -1;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace ns3
@@ -278,6 +279,31 @@ GroupIdenticalRanks(const JobTrace& job)
 }
 
 bool
+SamePeersWhenShared(const std::vector<Op>& list, const std::vector<Op>& ops)
+{
+    // A sharer runs the list's sends and receives at the list's offsets from its own comm rank
+    // (RankTrace::opsFrom). Where the two comm ranks differ, equal written peers would then be
+    // other ranks: such lists are equal, not shareable.
+    std::set<std::string> shifted;
+    for (size_t i = 0; i < list.size(); ++i)
+    {
+        if (list[i].kind == OpKind::CommInit && list[i].commRank != ops[i].commRank)
+        {
+            shifted.insert(list[i].comm);
+        }
+    }
+    for (const Op& op : list)
+    {
+        if (op.kind == OpKind::Collective &&
+            (op.coll == CollKind::Send || op.coll == CollKind::Recv) && shifted.count(op.comm))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
 SameOpForSharing(const Op& a, const Op& b)
 {
     auto fields = [](const Op& o) {
@@ -324,7 +350,8 @@ RankSharer::Offer(JobTrace& job, uint32_t r)
     {
         const auto& other = job.ranks[c].ops;
         if (other.size() == rank.ops.size() &&
-            std::equal(other.begin(), other.end(), rank.ops.begin(), SameOpForSharing))
+            std::equal(other.begin(), other.end(), rank.ops.begin(), SameOpForSharing) &&
+            SamePeersWhenShared(other, rank.ops))
         {
             std::vector<Op> own;
             for (const Op& op : rank.ops)

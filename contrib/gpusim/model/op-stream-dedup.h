@@ -69,6 +69,10 @@ JobTrace ReadJobTraceSharing(const std::string& dir, uint32_t* shared = nullptr)
 /// True if two ops are the same in every field (comm_init's `rank` excepted when both are
 /// comm_init).
 bool SameOpForSharing(const Op& a, const Op& b);
+/// True if a rank whose ops are `ops` may run `list` (equal op by op): on every communicator
+/// the list sends or receives on, both have the same comm rank, so the list's peers, read as
+/// offsets from the sharer's comm rank (RankTrace::opsFrom), are the ones written.
+bool SamePeersWhenShared(const std::vector<Op>& list, const std::vector<Op>& ops);
 
 } // namespace gpusim
 } // namespace ns3

@@ -1,7 +1,10 @@
 #include "ns3/rdma-transport.h"
 
+#include "ns3/rdma-port-demux.h"
+
 #include "ns3/data-rate.h"
 #include "ns3/enum.h"
+#include "ns3/ipv4-header.h"
 #include "ns3/ipv4.h"
 #include "ns3/log.h"
 #include "ns3/nstime.h"
@@ -12,6 +15,7 @@
 #include "ns3/string.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/traffic-control-layer.h"
+#include "ns3/udp-header.h"
 #include "ns3/udp-socket-factory.h"
 #include "ns3/uinteger.h"
 
@@ -145,6 +149,7 @@ RdmaTransport::DoDispose()
     m_qps.clear();
     m_qpById.clear();
     m_qpBySocket.clear();
+    m_qpByPort.clear();
     m_receivers.clear();
     m_nics.clear();
     m_hosts.clear();
@@ -262,6 +267,7 @@ RdmaTransport::Install(const std::vector<Ptr<Node>>& hosts,
         nic.listener->SetIpTos(uint8_t(m_dscp << 2) | kEct0);
         nic.listener->SetIpRecvTos(true);
         nic.listener->SetRecvCallback(MakeCallback(&RdmaTransport::OnDataRecv, this, h));
+        RdmaPortDemux::Install(hosts[h], MakeCallback(&RdmaTransport::OnDatagram, this, h));
     }
 }
 
@@ -296,6 +302,9 @@ RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost
     qp->nextAvail = Simulator::Now();
     RdmaQueuePair* raw = qp.get();
     m_qpBySocket[PeekPointer(qp->socket)] = raw;
+    Address local;
+    qp->socket->GetSockName(local);
+    m_qpByPort[(uint64_t(srcHost) << 16) | InetSocketAddress::ConvertFrom(local).GetPort()] = raw;
     m_qpById.push_back(raw);
     m_nics[srcHost].qps.push_back(raw);
     m_qps.emplace(key, std::move(qp));
@@ -495,23 +504,28 @@ RdmaTransport::OnSenderRecv(Ptr<Socket> s)
     {
         return;
     }
-    RdmaQueuePair& qp = *it->second;
     while (Ptr<Packet> p = s->Recv())
     {
-        RdmaHeader h;
-        p->RemoveHeader(h);
-        if (qp.failed)
-        {
-            continue;
-        }
-        if (h.opcode == RdmaHeader::CNP)
-        {
-            qp.cc->OnCnp();
-        }
-        else if (h.opcode == RdmaHeader::ACK || h.opcode == RdmaHeader::NACK)
-        {
-            HandleAck(qp, h);
-        }
+        OnAckPacket(*it->second, p);
+    }
+}
+
+void
+RdmaTransport::OnAckPacket(RdmaQueuePair& qp, Ptr<Packet> p)
+{
+    RdmaHeader h;
+    p->RemoveHeader(h);
+    if (qp.failed)
+    {
+        return;
+    }
+    if (h.opcode == RdmaHeader::CNP)
+    {
+        qp.cc->OnCnp();
+    }
+    else if (h.opcode == RdmaHeader::ACK || h.opcode == RdmaHeader::NACK)
+    {
+        HandleAck(qp, h);
     }
 }
 
@@ -549,20 +563,50 @@ RdmaTransport::HandleAck(RdmaQueuePair& qp, const RdmaHeader& h)
 
 // ---- the receiver ----
 
+bool
+RdmaTransport::OnDatagram(uint32_t host, Ptr<Packet> p, const Ipv4Header& ip, const UdpHeader& udp)
+{
+    // What ns-3's UdpSocketImpl::ForwardUp would hand the socket callbacks, without its scan
+    // over every socket of the node (RdmaPortDemux).
+    if (udp.GetDestinationPort() == m_port)
+    {
+        UdpHeader removed;
+        p->RemoveHeader(removed);
+        OnDataPacket(m_nics[host].listener, InetSocketAddress(ip.GetSource(), udp.GetSourcePort()),
+                     p, (ip.GetTos() & kCe) == kCe);
+        return true;
+    }
+    auto it = m_qpByPort.find((uint64_t(host) << 16) | udp.GetDestinationPort());
+    if (it == m_qpByPort.end())
+    {
+        return false;
+    }
+    UdpHeader removed;
+    p->RemoveHeader(removed);
+    OnAckPacket(*it->second, p);
+    return true;
+}
+
 void
-RdmaTransport::OnDataRecv(uint32_t host, Ptr<Socket> s)
+RdmaTransport::OnDataRecv(uint32_t /*host*/, Ptr<Socket> s)
 {
     Address from;
     while (Ptr<Packet> p = s->RecvFrom(from))
     {
         SocketIpTosTag tos;
         const bool ce = p->RemovePacketTag(tos) && (tos.GetTos() & kCe) == kCe;
-        RdmaHeader h;
-        p->RemoveHeader(h);
-        if (h.opcode == RdmaHeader::DATA)
-        {
-            HandleData(s, from, h, ce);
-        }
+        OnDataPacket(s, from, p, ce);
+    }
+}
+
+void
+RdmaTransport::OnDataPacket(Ptr<Socket> listener, const Address& from, Ptr<Packet> p, bool ce)
+{
+    RdmaHeader h;
+    p->RemoveHeader(h);
+    if (h.opcode == RdmaHeader::DATA)
+    {
+        HandleData(listener, from, h, ce);
     }
 }
 

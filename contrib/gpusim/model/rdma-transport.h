@@ -36,6 +36,9 @@
 namespace ns3
 {
 
+class Ipv4Header;
+class UdpHeader;
+
 class Packet;
 class QueueDisc;
 class QueueDiscItem;
@@ -147,11 +150,17 @@ class RdmaTransport : public PacketTransport
     void ArmRto(RdmaQueuePair& qp);
     void OnRto(RdmaQueuePair* qp);
     void OnQpRate(uint32_t qp, double oldBps, double newBps);
+    /// The host's RdmaPortDemux offers every UDP datagram here first (header still on).
+    bool OnDatagram(uint32_t host, Ptr<Packet> p, const Ipv4Header& ip, const UdpHeader& udp);
     void OnDataRecv(uint32_t host, Ptr<Socket> s);
+    /// One datagram for the listener (UDP header removed); `ce`: its IP header's ECN was CE.
+    void OnDataPacket(Ptr<Socket> listener, const Address& from, Ptr<Packet> p, bool ce);
     void HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& h, bool ce);
     void Reply(Ptr<Socket> s, const Address& to, uint8_t op, const RdmaHeader& data,
                uint32_t psn, bool ce);
     void OnSenderRecv(Ptr<Socket> s);
+    /// One ACK, NACK or CNP for `qp` (UDP header removed).
+    void OnAckPacket(RdmaQueuePair& qp, Ptr<Packet> p);
     void HandleAck(RdmaQueuePair& qp, const RdmaHeader& h);
     void OnEgressDequeue(uint32_t host, Ptr<const QueueDiscItem> item);
 
@@ -161,6 +170,8 @@ class RdmaTransport : public PacketTransport
     std::map<ConnectionKey, std::unique_ptr<RdmaQueuePair>> m_qps;
     std::vector<RdmaQueuePair*> m_qpById;
     std::unordered_map<const Socket*, RdmaQueuePair*> m_qpBySocket;
+    /// (source host << 16 | the QP socket's UDP port) -> QP: where the demux sends ACKs.
+    std::unordered_map<uint64_t, RdmaQueuePair*> m_qpByPort;
     std::vector<Receiver> m_receivers; //!< by QP id (ids are dense: m_qpById's indices)
 
     ObjectFactory m_ccFactory;

@@ -91,24 +91,24 @@ GenerateTraining(const ModelSpec& m, const TrainingPlan& p, bool share)
     out.job->metadata["plan"] = DescribePlan(p);
     out.job->ranks.resize(p.Gpus());
     // The ranks of a stage run one program (their TP / DP groups differ); with CP, one per CP
-    // rank (ring neighbours and attention sections differ), and with TP communication overlap
-    // one per TP rank (ring neighbours). With `share`, each such group's first rank holds the
-    // op list and the others keep their comm_init lines only.
-    const uint32_t programsPerTp = UsesTpCommOverlap(m, p) ? p.tp : 1;
-    for (uint32_t g = 0; g < p.pp * p.cp * programsPerTp; ++g)
+    // rank (ring neighbours and attention sections differ). TP communication overlap's ring
+    // exchanges send to the next TP rank and receive from the previous one: peers at the same
+    // offsets, which a shared list keeps (RankTrace::opsFrom), so the TP ranks share it too.
+    // With `share`, each such group's first rank holds the op list and the others keep their
+    // comm_init lines only.
+    for (uint32_t g = 0; g < p.pp * p.cp; ++g)
     {
-        const uint32_t stage = g / (p.cp * programsPerTp);
-        const uint32_t cp = g / programsPerTp % p.cp;
-        const uint32_t program = g % programsPerTp;
-        const uint32_t first = RankAt(p, program, cp, 0, stage);
+        const uint32_t stage = g / p.cp;
+        const uint32_t cp = g % p.cp;
+        const uint32_t first = RankAt(p, 0, cp, 0, stage);
         out.job->ranks[first] = RankGenerator(m, p, first).Build();
-        out.hardwareFlops += KernelFlops(out.job->ranks[first]) * p.tp / programsPerTp * p.dp;
+        out.hardwareFlops += KernelFlops(out.job->ranks[first]) * p.tp * p.dp;
         for (uint32_t dp = 0; dp < p.dp; ++dp)
         {
             for (uint32_t tp = 0; tp < p.tp; ++tp)
             {
                 const uint32_t r = RankAt(p, tp, cp, dp, stage);
-                if (r == first || (programsPerTp > 1 && tp != program))
+                if (r == first)
                 {
                     continue;
                 }

@@ -308,6 +308,25 @@ TEST(Cli, FidelityAutoIsTheDefaultAndSaysWhatItUsed)
         EXPECT_EQ(std::string_view(res["path"].get_string().value()), "chunk");
     }
 
+    // NVLSTree (the tuner's choice for 256 MiB on 2 dgx-h100 servers) runs by one rail.
+    const std::string railJson = TempPath("fidelity-rail.json");
+    CliResult rail = Cli({"collective", "--servers", "2", "--bytes", "256M", "--json", railJson,
+                          "--quiet"});
+    ASSERT_EQ(rail.code, 0) << rail.err;
+    EXPECT_NE(rail.out.find("# fidelity: auto: 0 collectives as edge flows, 1 by one rail "
+                            "(NVLS/NVLSTree), 0 replayed, 0 chunk by chunk;"),
+              std::string::npos)
+        << rail.out;
+    simdjson::dom::element railDoc;
+    ASSERT_EQ(parser.parse(Slurp(railJson)).get(railDoc), simdjson::SUCCESS);
+    EXPECT_EQ(uint64_t(railDoc["fidelity"]["one_rail"].get_uint64().value()), 1u);
+    simdjson::dom::array railResults;
+    ASSERT_EQ(railDoc["results"].get_array().get(railResults), simdjson::SUCCESS);
+    for (auto res : railResults)
+    {
+        EXPECT_EQ(std::string_view(res["path"].get_string().value()), "one-rail");
+    }
+
     // The packet backend has no shortcut: chunk level, "not the flow backend".
     CliResult packet = Cli({"collective", "--servers", "2", "--gpus-per-server", "2",
                             "--backend", "packet", "--bytes", "1M", "--quiet"});

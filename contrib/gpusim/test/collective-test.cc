@@ -595,6 +595,29 @@ TEST_F(Collectives, NvlsTreeKeepsItsBandwidthBeyondOneLeafGroup)
     EXPECT_GT(bus(64, "ecmp"), 0.95 * b64);
 }
 
+TEST_F(Collectives, NvlsTreeStreamsItsLoopsAtTheNicRate)
+{
+    // 4 dgx-h100 servers, NVLSTree. NCCL keeps NCCL_STEPS = 8 chunks in flight per connection
+    // (src/device/prims_simple.h: a sender waits for a free slot of 8), so a busy connection
+    // pays its step latency once and each further loop adds only its bytes at the busiest
+    // link's rate. NCCL's trees over 4 servers (0 <- 2 <- {1, 3} and its mirror 3 <- 1 <- {2,
+    // 0}) make servers 1 and 2 interior in one tree and a leaf in the other: their NIC h sends,
+    // per loop, half of shard h up each tree and half to each of two children, i.e. 2 shards =
+    // S/4 over the collective, and receives as much. At 400 Gb/s x 47/50 (the preset's NIC
+    // efficiency) = 47 GB/s, 512 MiB more take 536870912 / 4 / 47e9 s = 2855.69 us more (their
+    // NVLink carries 9/8 x 512 MiB at 308.6 GB/s, 1957 us: not the bottleneck). With the step
+    // latency paid per loop (gpusim before NCCL's slots) the 64 loops more took +31 %.
+    const double t512 = DurationUs(RunRecord(Preset("dgx-h100", 4), 512 << 20, 0, "nvlstree"));
+    const double t1g = DurationUs(RunRecord(Preset("dgx-h100", 4), 1u << 30, 0, "nvlstree"));
+    EXPECT_NEAR(t1g - t512, 536870912.0 / 4 / 47e9 * 1e6, 0.005 * 2855.69)
+        << t512 << " / " << t1g << " us";
+    // The fill: the first loop crosses 4 NVLS stages and 2 x 2 tree levels, each paying its
+    // step latency once (11.4 + 4 x 3.4 + 4 x 14 = 81 us of latency), then the bytes: a
+    // 512 MiB collective is within its NIC time (2855.69 us) plus 10 %.
+    EXPECT_GT(t512, 2855.69 + 81.0);
+    EXPECT_LT(t512, 1.1 * 2855.69);
+}
+
 TEST_F(Collectives, TunerEstimateTracksTheExecutedTime)
 {
     // The tuner picks by its closed-form estimate; it must stay close to what the step graph

@@ -9,11 +9,16 @@
 #include "ns3/gpu-workload-helper.h"
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
+#include "ns3/inet-socket-address.h"
+#include "ns3/ipv4-l3-protocol.h"
 #include "ns3/packet-backend.h"
 #include "ns3/point-to-point-net-device.h"
+#include "ns3/rdma-port-demux.h"
 #include "ns3/rdma-transport.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/udp-l4-protocol.h"
+#include "ns3/udp-socket-factory.h"
 
 #include <gtest/gtest.h>
 #include <sstream>
@@ -384,4 +389,46 @@ TEST_F(RdmaTransportTest, SameInputsGiveIdenticalResults)
     ASSERT_EQ(a.size(), 6u);
     EXPECT_GT(a[4], 0) << "the scenario must be congested (CNPs)";
     EXPECT_EQ(a, b);
+}
+
+TEST_F(RdmaTransportTest, QueuePairDatagramsSkipTheSocketScanAndOtherUdpStillArrives)
+{
+    // RdmaPortDemux sits in each host's protocol-17 slot: the transport's datagrams reach it by
+    // port, any other UDP datagram still reaches its ns-3 socket.
+    Ptr<PacketBackend> pkt = MakeRdma(Topology(Spec(2, 100)), "none");
+    pkt->Build();
+    Ptr<Node> receiver = pkt->GetHostNode(1);
+    Ptr<Ipv4L3Protocol> ipv4 = receiver->GetObject<Ipv4L3Protocol>();
+    ASSERT_TRUE(ipv4);
+    EXPECT_TRUE(DynamicCast<RdmaPortDemux>(ipv4->GetProtocol(UdpL4Protocol::PROT_NUMBER)));
+
+    uint32_t plainBytes = 0;
+    Ptr<Socket> sink = Socket::CreateSocket(receiver, UdpSocketFactory::GetTypeId());
+    sink->Bind(InetSocketAddress(Ipv4Address::GetAny(), 9));
+    sink->SetRecvCallback(Callback<void, Ptr<Socket>>([&plainBytes](Ptr<Socket> s) {
+        while (Ptr<Packet> p = s->Recv())
+        {
+            plainBytes += p->GetSize();
+        }
+    }));
+    Ptr<Socket> source = Socket::CreateSocket(pkt->GetHostNode(0), UdpSocketFactory::GetTypeId());
+    Simulator::Schedule(MicroSeconds(1), [&]() {
+        source->SendTo(Create<Packet>(1234), 0, InetSocketAddress(pkt->GetHostAddress(1), 9));
+    });
+    // 1 MiB of RDMA in both directions at once: data and ACKs cross each host's demux.
+    double forwardUs = -1;
+    double backUs = -1;
+    pkt->StartTransfer(1, 0, 1, 1 << 20, 0, [&forwardUs](const TransferRecord& r) {
+        forwardUs = r.delivered.GetMicroSeconds();
+    });
+    pkt->StartTransfer(2, 1, 0, 1 << 20, 0, [&backUs](const TransferRecord& r) {
+        backUs = r.delivered.GetMicroSeconds();
+    });
+    Simulator::Run();
+    EXPECT_EQ(plainBytes, 1234u);
+    EXPECT_GT(forwardUs, 80.0); // 1 MiB at 100 Gbit/s is 84 us of wire time
+    EXPECT_GT(backUs, 80.0);
+    auto rdma = DynamicCast<RdmaTransport>(pkt->GetTransport());
+    EXPECT_EQ(rdma->GetCounters().dataPackets, 2u * 118u); // 9000-byte MTU, 8944 B payload
+    EXPECT_EQ(rdma->GetCounters().ackPackets, rdma->GetCounters().dataPackets); // each ACKed
 }

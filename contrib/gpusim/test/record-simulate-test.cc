@@ -694,6 +694,17 @@ TEST(OpStreamDedup, IdenticalRanksShareOneOpList)
     JobTrace rj = ring.Build();
     EXPECT_EQ(GroupIdenticalRanks(rj).groups.size(), 1u);
     EXPECT_EQ(ShareIdenticalRanks(rj), 0u);
+
+    // Ranks 1 and 2 both send to rank 0: equal ops, but a sharer reads a list's peers as
+    // offsets from its own comm rank (RankTrace::opsFrom), so rank 2 would send to rank 1.
+    JobBuilder gather(3);
+    gather.AllRanks().CommInit("w").CreateStream(1);
+    gather.Rank(0).Recv(1, "w", 1, 64, 1).Recv(1, "w", 2, 64, 1);
+    gather.Rank(1).Send(1, "w", 0, 64, 1);
+    gather.Rank(2).Send(1, "w", 0, 64, 1);
+    JobTrace gj = gather.Build();
+    EXPECT_EQ(ShareIdenticalRanks(gj), 0u);
+    EXPECT_EQ(gj.ranks[2].opsFrom, -1);
 }
 
 TEST(OpStreamDedup, SharingDoesNotChangeTheSimulation)

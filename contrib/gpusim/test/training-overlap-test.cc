@@ -151,7 +151,8 @@ TEST(TrainingOverlap, TpCommOverlapSplitsTheCollectivesAsUserbuffers)
     const GeneratedTraining g = GenerateTraining(WideGpt(), Tp8Sp(true));
     ValidateJobTrace(*g.job);
     std::map<std::string, uint32_t> n;
-    for (const Op& op : g.job->ranks.at(3).ops) // TP rank 3 has its own program
+    const RankTrace rank3 = UnsharedRank(*g.job, 3); // TP rank 3 runs TP rank 0's list
+    for (const Op& op : rank3.ops)
     {
         if (op.kind == OpKind::Collective && op.comm.compare(0, 3, "tp.") == 0)
         {
@@ -181,8 +182,8 @@ TEST(TrainingOverlap, TpCommOverlapSplitsTheCollectivesAsUserbuffers)
     EXPECT_EQ(n["allgather@compute"], 2u);
     EXPECT_EQ(n["allreduce@compute"], 1u);
     EXPECT_EQ(n["margin_gemm"], 2u * (2 * 4 + 2 * 2));
-    // Each TP rank runs its own program (ring neighbours); DP replicas would share it.
-    EXPECT_EQ(g.job->ranks.at(3).opsFrom, -1);
+    // The TP ranks share one program: its ring peers are offsets (+1, -1) from the rank.
+    EXPECT_EQ(g.job->ranks.at(3).opsFrom, 0);
 }
 
 // The overlap hides most of the TP communication, and costs the GEMMs that share the GPU with
@@ -213,6 +214,43 @@ TEST(TrainingOverlap, TpCommOverlapHidesTheCollectivesAtTheCostOfTheirSms)
     EXPECT_GT(tpOn.hiddenUs, 0.6 * tpOn.busyUs) << tpOn.busyUs;
     EXPECT_LT(on.iterationUs, off.iterationUs - 0.5 * tpOn.hiddenUs);
     EXPECT_NE(on.plan.find("TP comm overlap"), std::string::npos) << on.plan;
+}
+
+// With the overlap the TP ranks share one op list: TP rank 0's ring sends go to comm rank +1
+// and its receives come from -1, and every sharer runs them at the same offsets from its own
+// rank. Unshared (every rank its own list) gives the same ops, rank by rank, and the same
+// iteration to the nanosecond: detailed (every rank, chunk level) and mirrored, on TP 8 x DP 2
+// over two servers.
+TEST(TrainingOverlap, TpRanksShareOneProgramWithRingPeersAsOffsets)
+{
+    TrainingPlan p = Plan(8, 1, 2, 4);
+    p.sequenceParallel = true;
+    p.tpCommOverlap = true;
+    const GeneratedTraining shared = GenerateTraining(WideGpt(), p, true);
+    const GeneratedTraining own = GenerateTraining(WideGpt(), p, false);
+    ValidateJobTrace(*shared.job);
+    for (uint32_t r = 0; r < p.Gpus(); ++r)
+    {
+        EXPECT_EQ(shared.job->ranks[r].opsFrom, r == 0 ? -1 : 0) << "rank " << r;
+        const RankTrace a = UnsharedRank(*shared.job, r);
+        const RankTrace& b = own.job->ranks[r];
+        ASSERT_EQ(a.ops.size(), b.ops.size()) << "rank " << r;
+        for (size_t i = 0; i < a.ops.size(); ++i)
+        {
+            ASSERT_EQ(a.ops[i].peer, b.ops[i].peer) << "rank " << r << " op " << i;
+            ASSERT_EQ(a.ops[i].comm, b.ops[i].comm) << "rank " << r << " op " << i;
+        }
+    }
+    for (const TrainingSpeed& speed : {TrainingSpeed{"chunk", false, false}, TrainingSpeed()})
+    {
+        const TrainingReport a = SimulateTraining(shared, gpusim_test::DgxH100(2), speed);
+        const TrainingReport b = SimulateTraining(own, gpusim_test::DgxH100(2), speed);
+        ASSERT_TRUE(a.completed) << a.stuck;
+        ASSERT_TRUE(b.completed) << b.stuck;
+        EXPECT_EQ(a.iterationUs, b.iterationUs) << speed.fidelity;
+        EXPECT_EQ(a.opLists, 1u);
+        EXPECT_EQ(b.opLists, p.Gpus());
+    }
 }
 
 // Megatron-Core requires sequence parallelism for --tp-comm-overlap.

@@ -102,6 +102,32 @@ TEST(ValidationExtra, ClusterFromHardwareReadsTheExtraTables)
          "SS_NIC=1, NCCL_IB_QPS_PER_CONNECTION=4, NCCL_IB_GID_INDEX=3, NCCL_IB_TC=41, NCCL_IB_SL"
          "=0, NCCL_IB_HCA=mlx5, NCCL_TOPO_FILE; no algorithm, protocol or channel settings",
          "dgx-a100", 2, 8, 8, 200},
+        // example-cluster01 (issue 20): 10 nodes, one node, and a 2-node pair.
+        {"10 nodes (cnode3-002 ... cnode3-011), 8 x H100 80GB HBM3 each (nvidia-smi name in the l"
+         "og), 8 x 400 Gb/s InfiniBand per node assumed: the source does not state the network; o"
+         "ne NIC of 400 Gb/s per GPU is the HGX/DGX H100 design, and the same cluster's smoke run"
+         " with one GPU on each of two nodes reaches 46.3 GB/s AllReduce busbw, the rate of one N"
+         "DR NIC; 80 ranks, 8 per node; NCCL 2.29.2 (nccl-library=22902 in the log, nccl-tests 2."
+         "17.8); slurm, 1 GPU per process; the repository's scripts set no NCCL_ALGO, NCCL_PROTO "
+         "or channel variables (only NCCL_DEBUG in its debug mode; NCCL_SOCKET_IFNAME/NCCL_IB_HCA"
+         " optional from the caller); dtype double",
+         "dgx-h100", 10, 8, 8, 400},
+        {"1 node (cnode3-002 of the same cluster), 8 x H100 80GB HBM3, NVLink4/NVSwitch; 8 ranks;"
+         " NCCL 2.29.2 (nccl-library=22902 in the log, nccl-tests 2.17.8); slurm, 1 GPU per proce"
+         "ss; the repository's scripts set no NCCL_ALGO, NCCL_PROTO or channel variables (only NC"
+         "CL_DEBUG in its debug mode; NCCL_SOCKET_IFNAME/NCCL_IB_HCA optional from the caller); d"
+         "type double",
+         "dgx-h100", 1, 8, 8, 400},
+        {"2 nodes (cnode3-002 and cnode3-003, the first pair of the repository's pairwise sweep),"
+         " 8 x H100 80GB HBM3 each, 8 x 400 Gb/s InfiniBand per node assumed: the source does not"
+         " state the network; one NIC of 400 Gb/s per GPU is the HGX/DGX H100 design, and the sam"
+         "e cluster's smoke run with one GPU on each of two nodes reaches 46.3 GB/s AllReduce bus"
+         "bw, the rate of one NDR NIC; 16 ranks; alltoall_perf -b 4G, so 4 - 16 GiB only; NCCL 2."
+         "29.2 (nccl-library=22902 in the log, nccl-tests 2.17.8); slurm, 1 GPU per process; the "
+         "repository's scripts set no NCCL_ALGO, NCCL_PROTO or channel variables (only NCCL_DEBUG"
+         " in its debug mode; NCCL_SOCKET_IFNAME/NCCL_IB_HCA optional from the caller); dtype dou"
+         "ble",
+         "dgx-h100", 2, 8, 8, 400},
         // Folding only applies to whole multiples; 12 NICs for 8 GPUs cannot be shared evenly.
     };
     for (const auto& c : cases)
@@ -117,7 +143,7 @@ TEST(ValidationExtra, ClusterFromHardwareReadsTheExtraTables)
                  std::runtime_error);
     // The file itself parses with those clusters (no table carries a "cluster" object).
     const auto tables = gpusim::ReadValidationTables(kExtraFile, 0, ~uint64_t(0), "");
-    ASSERT_EQ(tables.size(), 10u);
+    ASSERT_EQ(tables.size(), 19u);
     for (const auto& t : tables)
     {
         EXPECT_EQ(t.clusterFrom, "hardware text") << t.id;
@@ -203,6 +229,18 @@ TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
     //    collectives (195 of 300 GB/s here); the model runs p2p at the collective efficiency
     //    (A100 cap 235 GB/s), so it is fast by at most 1 - 195/235 = 17 % plus the spread: > -25 %
     //    from 256 MiB (128 MiB is slower than 256 MiB in the measurement itself).
+    //  - example-cluster01's single node (8 x H100 on NVSwitch, NCCL 2.29.2): the calibrated
+    //    hardware again, and AllGather and ReduceScatter are the two halves of the ring
+    //    AllReduce the preset's NVLink efficiency was taken from, AllToAll the same NVLink:
+    //    issue 9's goal, median <= 10 %, worst <= 25 %, for each of its four ops (bound set
+    //    28 Nov 2026 before these tables were simulated). AllReduce, AllGather and
+    //    ReduceScatter meet it; AllToAll does not (median 16.6 %, worst 27.0 %, fast at every
+    //    size: the model runs NCCL's point-to-point at the NVLink asymptote from 32 MiB, the
+    //    measurement climbs from 235 to 348 GB/s busbw), so its bound is the disabled test
+    //    below, not a looser one here. Its 10-node tables assume the network (not stated in
+    //    the source) and get no bound of their own; they count towards issue 20's test-only
+    //    acceptance, which doc/validation.md reports. The 2-node AllToAll (4 - 16 GiB) lies
+    //    outside this window.
     if (!std::filesystem::exists(kExtraFile))
     {
         GTEST_SKIP() << "no " << kExtraFile;
@@ -218,7 +256,7 @@ TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
     {
         byId[std::string(std::string_view(t["id"]))] = t;
     }
-    ASSERT_EQ(byId.size(), 10u) << out.str();
+    ASSERT_EQ(byId.size(), 18u) << out.str();
     auto rowsOf = [&](const std::string& id) {
         std::vector<std::pair<uint64_t, double>> r;
         for (simdjson::dom::element row : byId.at(id)["rows"].get_array())
@@ -227,9 +265,14 @@ TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
         }
         return r;
     };
-    const auto p5one = byId.at("aws-p5-1node-allreduce");
-    EXPECT_LE(double(p5one["median_abs_error_pct"]), 10.0) << out.str();
-    EXPECT_LE(double(p5one["worst_abs_error_pct"]), 25.0) << out.str();
+    for (const std::string id :
+         {"aws-p5-1node-allreduce", "h100-cluster01-1node-allreduce",
+          "h100-cluster01-1node-allgather", "h100-cluster01-1node-reducescatter"})
+    {
+        const auto one = byId.at(id);
+        EXPECT_LE(double(one["median_abs_error_pct"]), 10.0) << id << "\n" << out.str();
+        EXPECT_LE(double(one["worst_abs_error_pct"]), 25.0) << id << "\n" << out.str();
+    }
     for (const std::string id : {"aws-p5-2nodes-allreduce", "aws-p4de-2nodes-allreduce",
                                  "aws-p5-2nodes-allreduce-nccl2.18",
                                  "aws-p4d-2nodes-allreduce-nccl2.8"})
@@ -252,4 +295,28 @@ TEST(ValidationExtra, PublishedResultsNotUsedForCalibration)
             EXPECT_GT(e, -25.0) << bytes << "\n" << out.str();
         }
     }
+}
+
+// The bound set before example-cluster01's one-node AllToAll was simulated (issue 9's goal, as
+// for the other ops of that node; see PublishedResultsNotUsedForCalibration). It fails: 16.6 %
+// median, 27.0 % worst over 32 MiB - 1 GiB, the model fast at every size. NCCL runs AllToAll
+// as point-to-point sends per peer (its own channels per peer and p2p chunk size, issue 20
+// item 2), which the model does not; enable this test when it does.
+TEST(ValidationExtra, DISABLED_OneH100NodeAllToAllMeetsIssue9Goal)
+{
+    if (!std::filesystem::exists(kExtraFile))
+    {
+        GTEST_SKIP() << "no " << kExtraFile;
+    }
+    std::ostringstream out, err;
+    TestTempDir dir("gpusim-validate-extra-a2a");
+    ASSERT_EQ(gpusim::ValidateCommand({kExtraFile, "--table", "h100-cluster01-1node-alltoall",
+                                       "--json", dir.Path("v.json")},
+                                      out, err),
+              0)
+        << err.str();
+    simdjson::dom::parser p;
+    simdjson::dom::element t = p.load(dir.Path("v.json"))["tables"].at(0);
+    EXPECT_LE(double(t["median_abs_error_pct"]), 10.0) << out.str();
+    EXPECT_LE(double(t["worst_abs_error_pct"]), 25.0) << out.str();
 }

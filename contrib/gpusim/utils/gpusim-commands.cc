@@ -181,8 +181,12 @@ FidelityReportLine(const std::string& fidelity, const NcclWorld::FidelityStats& 
     const uint64_t chunk = s.ChunkTotal();
     auto plural = [](uint64_t n) { return n == 1 ? " collective" : " collectives"; };
     line << ": " << s.fluid << plural(s.fluid)
-         << (fidelity == "auto" ? " as edge flows" : " as edge flows or trial loops") << ", "
-         << s.replayed << " replayed, " << chunk << " chunk by chunk";
+         << (fidelity == "auto" ? " as edge flows" : " as edge flows or trial loops") << ", ";
+    if (s.oneRail > 0)
+    {
+        line << s.oneRail << " by one rail (NVLS/NVLSTree), ";
+    }
+    line << s.replayed << " replayed, " << chunk << " chunk by chunk";
     if (chunk > 0)
     {
         line << " (";
@@ -338,7 +342,8 @@ PrintCollectiveUsage(std::ostream& os)
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
           "                        the shortcut that is exact for it (ring as edge flows,\n"
-          "                        repeats replayed; flow backend) or runs chunk by chunk;\n"
+          "                        NVLS/NVLSTree by one rail, repeats replayed; flow\n"
+          "                        backend) or runs chunk by chunk;\n"
           "                        chunk: the detailed model for every collective;\n"
           "                        collective: replay ops that already ran alone on idle\n"
           "                        links; flows: also run isolated ring collectives as one\n"
