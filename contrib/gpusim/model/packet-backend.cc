@@ -194,6 +194,7 @@ PacketBackend::DoDispose()
         Simulator::Cancel(d.event);
     }
     m_deliveries.clear();
+    m_toFile.clear();
     m_arrivals.clear();
     m_spareArrivals.clear();
     m_noticeNodes.clear();
@@ -586,7 +587,32 @@ PacketBackend::OnMessage(uint64_t id)
     {
         SendDeliveryNotices(id, at, p.extraLatencyNs);
     }
-    EnqueueDelivery(at, std::move(p));
+    if (p.extraLatencyNs < 2)
+    {
+        EnqueueDelivery(at, std::move(p));
+        return;
+    }
+    // The delivery event of an instant is filed one nanosecond before it, here as in the
+    // processes a delivery notice reaches then (SendDeliveryNotices): events of the model at
+    // that instant scheduled earlier run before it in every process, those scheduled later
+    // after it, so each process starts the same transfers with the same ids.
+    auto [slot, first] = m_toFile.try_emplace(at);
+    slot->second.push_back(std::move(p));
+    if (first)
+    {
+        Simulator::Schedule(NanoSeconds(at - 1 - NowNs()), &PacketBackend::FileDeliveries, this,
+                            at);
+    }
+}
+
+void
+PacketBackend::FileDeliveries(int64_t atNs)
+{
+    auto node = m_toFile.extract(atNs);
+    for (Pending& p : node.mapped())
+    {
+        EnqueueDelivery(atNs, std::move(p));
+    }
 }
 
 void

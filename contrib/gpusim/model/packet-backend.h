@@ -239,6 +239,8 @@ class PacketBackend : public NetworkBackend
     void OnMessage(uint64_t id);
     void OnConnectionFailed(const ConnectionKey& key);
     void EnqueueDelivery(int64_t atNs, Pending p);
+    /// Files the deliveries of instant `atNs` (OnMessage's, one nanosecond before it).
+    void FileDeliveries(int64_t atNs);
     void OnDeliver(int64_t atNs);
     void StartSampling();
     void Sample();
@@ -309,6 +311,8 @@ class PacketBackend : public NetworkBackend
     // Transfers
     std::unordered_map<uint64_t, Pending> m_pending;        //!< packet transfers in flight
     std::map<int64_t, Deliveries> m_deliveries;             //!< delivery time (ns) -> transfers
+    /// Delivery time (ns) -> transfers whose delivery is filed 1 ns before it (OnMessage).
+    std::map<int64_t, std::vector<Pending>> m_toFile;
     std::unordered_map<uint64_t, PairInfo> m_pairs;         //!< (src << 32 | dst) -> info
     std::vector<TransferRecord> m_completed;
     uint64_t m_started = 0;
