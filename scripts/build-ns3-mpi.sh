@@ -40,7 +40,8 @@ if [ ! -d src ]; then
   # entry in the system's apt sources.
   for f in "$DSC" "$ORIG" "$DEBTAR"; do
     if [ ! -f "$f" ]; then
-      curl -fsSL -o "$f.part" "$POOL/$f" || { echo "build-ns3-mpi: could not download $POOL/$f" >&2; exit 1; }
+      # Exit status 3: the source package is unreachable (.ci/run says so and skips the MPI tests).
+      curl -fsSL --retry 3 -o "$f.part" "$POOL/$f" || { echo "build-ns3-mpi: could not download $POOL/$f" >&2; exit 3; }
       mv -f "$f.part" "$f"
     fi
   done
