@@ -402,8 +402,11 @@ TEST(Live, ShimWorkIsNotTheProgramsHostTime)
         }
         else
         {
+            // The program's own instructions are measured on the host's clock, so a busy CI
+            // machine adds preemption and cache misses (55 us seen once at -j2); the shim's
+            // 64 MiB move it must not see costs milliseconds.
             EXPECT_GE(returnUs, 4.08) << r.out;
-            EXPECT_LT(returnUs, 50.0) << r.out;
+            EXPECT_LT(returnUs, 500.0) << r.out;
         }
     }
 }
