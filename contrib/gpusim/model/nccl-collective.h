@@ -310,6 +310,9 @@ class Communicator : public Object
     /// NVLS: all ranks joined and the rails alike; runs the first rail chunk by chunk if the
     /// op's links are idle.
     void StartNvlsRail(uint64_t seq, Instance& inst);
+    /// NVLS shortcuts: the op's link snapshot, path and reservation before the executor runs.
+    void BeginNvlsFluid(Instance& inst, const MemoEntry& m, CollectivePath path,
+                        uint32_t ownScale);
     /// Wire bytes of a transfer of `payloadBytes` between backend endpoints (protocol and
     /// link efficiency).
     uint64_t WireBytes(const CollectivePlan& plan, uint32_t src, uint32_t dst,

@@ -193,10 +193,29 @@ Communicator::NvlsLinks(MemoEntry& m)
 }
 
 void
+Communicator::BeginNvlsFluid(Instance& inst, const MemoEntry& m, CollectivePath path,
+                             uint32_t ownScale)
+{
+    // What both NVLS shortcuts record before their executor runs: the flows already on the
+    // op's links (to tell later contention), the path, and the links held for the op.
+    FlowBackend* net = m_world->GetFlowBackend();
+    inst.snap.resize(m.ringLinks.size());
+    for (size_t i = 0; i < m.ringLinks.size(); ++i)
+    {
+        inst.snap[i] = net->GetLinkFlowStarts(m.ringLinks[i]);
+    }
+    inst.mode = Mode::Fluid;
+    inst.start = Simulator::Now();
+    inst.record.path = path;
+    inst.record.chunkReason = ChunkReason::None;
+    inst.ownScale = ownScale;
+    m_world->Reserve(m.ringLinks, Time::Max());
+}
+
+void
 Communicator::StartNvlsRail(uint64_t seq, Instance& inst)
 {
     MemoEntry& m = *inst.memo;
-    FlowBackend* net = m_world->GetFlowBackend();
     // As for rings: busy or reserved links, or another collective open on a member GPU,
     // would share links with some rails and not others; run in detail instead.
     bool alone = m_world->LinksFree(m.ringLinks);
@@ -219,18 +238,8 @@ Communicator::StartNvlsRail(uint64_t seq, Instance& inst)
     inst.nvls = std::move(fn);
     m.span = Time(0);
 
-    inst.snap.resize(m.ringLinks.size());
-    for (size_t i = 0; i < m.ringLinks.size(); ++i)
-    {
-        inst.snap[i] = net->GetLinkFlowStarts(m.ringLinks[i]);
-    }
-    inst.mode = Mode::Fluid;
-    inst.start = Simulator::Now();
-    inst.record.path = CollectivePath::OneRail;
-    inst.record.chunkReason = ChunkReason::None;
-    inst.ownScale = f.loops;
+    BeginNvlsFluid(inst, m, CollectivePath::OneRail, f.loops);
     ++m_world->MutableFidelityStats().oneRail;
-    m_world->Reserve(m.ringLinks, Time::Max());
 
     // The executor as MakeExecutor builds it, with the first GPU of every server as its only
     // member and the loop still cut into one shard per GPU of the server.
@@ -295,7 +304,6 @@ void
 Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
 {
     MemoEntry& m = *inst.memo;
-    FlowBackend* net = m_world->GetFlowBackend();
     if (m.ringLinks.empty())
     {
         NvlsLinks(m);
@@ -332,18 +340,8 @@ Communicator::StartNvlsFlows(uint64_t seq, Instance& inst)
     inst.nvls = std::move(fn);
     m.span = Time(0);
 
-    inst.snap.resize(m.ringLinks.size());
-    for (size_t i = 0; i < m.ringLinks.size(); ++i)
-    {
-        inst.snap[i] = net->GetLinkFlowStarts(m.ringLinks[i]);
-    }
-    inst.mode = Mode::Fluid;
-    inst.start = Simulator::Now();
-    inst.record.path = CollectivePath::TrialLoops;
-    inst.record.chunkReason = ChunkReason::None;
-    inst.ownScale = f.trial;
+    BeginNvlsFluid(inst, m, CollectivePath::TrialLoops, f.trial);
     ++m_world->MutableFidelityStats().fluid;
-    m_world->Reserve(m.ringLinks, Time::Max());
 
     // The executor as MakeExecutor builds it, with `trial` loops of the op's loop size; every
     // multicast delivery (a loop's result at a GPU) is also reported here.
