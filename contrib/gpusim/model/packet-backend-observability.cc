@@ -61,7 +61,7 @@ PacketBackend::WriteRdmaJson(gpusim::JsonWriter& j) const
     std::vector<double> qpRates(qps.size(), 0.0);
     for (size_t i = 0; i < qps.size(); ++i)
     {
-        const bool local = !m_distributed || qps[i]->socket;
+        const bool local = !m_distributed || qps[i]->endPoint != nullptr;
         sums.push_back(local ? qps[i]->txPackets : 0);
         sums.push_back(local ? qps[i]->ackedBytes : 0);
         sums.push_back(local && qps[i]->failed ? 1 : 0);

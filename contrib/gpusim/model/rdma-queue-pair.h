@@ -2,7 +2,7 @@
  * RdmaQueuePair: the send side of one RDMA queue pair (reliable connection) of RdmaTransport:
  * the posted messages, their segmentation into MTU packets (PSNs), the go-back-N window
  * [sndUna, sndNxt) and the per-QP pacing and congestion control state. Pure bookkeeping: the
- * transport owns the sockets, timers and the NIC scheduler.
+ * transport owns the UDP endpoints, timers and the NIC scheduler.
  */
 #ifndef GPUSIM_RDMA_QUEUE_PAIR_H
 #define GPUSIM_RDMA_QUEUE_PAIR_H
@@ -12,13 +12,14 @@
 #include "ns3/packet-transport.h"
 #include "ns3/ptr.h"
 #include "ns3/rdma-congestion-control.h"
-#include "ns3/socket.h"
 
 #include <cstdint>
 #include <deque>
 
 namespace ns3
 {
+
+class Ipv4EndPoint;
 
 class RdmaQueuePair
 {
@@ -60,7 +61,9 @@ class RdmaQueuePair
     uint32_t SndNxt() const { return m_sndNxt; }
 
     // State the transport drives.
-    Ptr<Socket> socket;                  //!< UDP socket (its source port is the QP's entropy)
+    /// The QP's UDP port, taken from the host's endpoint table as a bound socket's would be:
+    /// its ephemeral number is the QP's ECMP entropy, as RoCEv2's source port.
+    Ipv4EndPoint* endPoint = nullptr;
     Ptr<RdmaCongestionControl> cc;
     Time nextAvail;                      //!< pacing: earliest time of the next packet
     EventId rto;                         //!< retransmission timer

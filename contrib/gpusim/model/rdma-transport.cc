@@ -16,6 +16,10 @@
 #include "ns3/trace-source-accessor.h"
 #include "ns3/traffic-control-layer.h"
 #include "ns3/udp-header.h"
+#include "ns3/ipv4-end-point.h"
+#include "ns3/ipv4-route.h"
+#include "ns3/ipv4-routing-protocol.h"
+#include "ns3/socket.h"
 #include "ns3/udp-socket-factory.h"
 #include "ns3/uinteger.h"
 
@@ -148,7 +152,6 @@ RdmaTransport::DoDispose()
     }
     m_qps.clear();
     m_qpById.clear();
-    m_qpBySocket.clear();
     m_qpByPort.clear();
     m_receivers.clear();
     m_nics.clear();
@@ -251,6 +254,8 @@ RdmaTransport::Install(const std::vector<Ptr<Node>>& hosts,
     {
         Nic& nic = m_nics[h];
         Ptr<Ipv4> ipv4 = hosts[h]->GetObject<Ipv4>();
+        nic.ipv4 = ipv4;
+        nic.udp = hosts[h]->GetObject<UdpL4Protocol>();
         Ptr<NetDevice> dev = ipv4->GetNetDevice(1); // the host's fabric interface
         DataRateValue rate;
         dev->GetAttribute("DataRate", rate);
@@ -290,21 +295,22 @@ RdmaTransport::Open(const ConnectionKey& key, uint32_t srcHost, uint32_t dstHost
         m_qps.emplace(key, std::move(qp));
         return *raw;
     }
-    qp->socket = Socket::CreateSocket(m_hosts[srcHost], UdpSocketFactory::GetTypeId());
-    qp->socket->Bind(); // an ephemeral source port: the QP's ECMP entropy, as RoCEv2
-    qp->socket->Connect(InetSocketAddress(m_addresses[dstHost], m_port));
-    qp->socket->SetIpTos(uint8_t(m_dscp << 2) | kEct0);
-    qp->socket->SetRecvCallback(MakeCallback(&RdmaTransport::OnSenderRecv, this));
+    // The next ephemeral port of the host, as a bound UDP socket would take it (ns-3 3.37's
+    // UdpSocketImpl::Bind -> UdpL4Protocol::Allocate), without the socket: ~1 KiB less per QP,
+    // which an AllToAll opens n^2 of. ACKs for the port come through RdmaPortDemux.
+    qp->endPoint = m_nics[srcHost].udp->Allocate();
+    if (!qp->endPoint)
+    {
+        throw std::runtime_error("RdmaTransport: host " + std::to_string(srcHost) +
+                                 " has no free UDP port for another queue pair");
+    }
     qp->cc = m_ccFactory.Create<RdmaCongestionControl>();
     qp->cc->TraceConnectWithoutContext("Rate",
                                        MakeCallback(&RdmaTransport::OnQpRate, this, id));
     qp->cc->Start(m_nics[srcHost].lineBps, m_mtu, m_baseRtt);
     qp->nextAvail = Simulator::Now();
     RdmaQueuePair* raw = qp.get();
-    m_qpBySocket[PeekPointer(qp->socket)] = raw;
-    Address local;
-    qp->socket->GetSockName(local);
-    m_qpByPort[(uint64_t(srcHost) << 16) | InetSocketAddress::ConvertFrom(local).GetPort()] = raw;
+    m_qpByPort[(uint64_t(srcHost) << 16) | qp->endPoint->GetLocalPort()] = raw;
     m_qpById.push_back(raw);
     m_nics[srcHost].qps.push_back(raw);
     m_qps.emplace(key, std::move(qp));
@@ -455,7 +461,42 @@ RdmaTransport::SendData(RdmaQueuePair& qp)
     {
         ArmRto(qp);
     }
-    qp.socket->Send(p);
+    SendDatagram(qp, p);
+}
+
+void
+RdmaTransport::SendDatagram(RdmaQueuePair& qp, Ptr<Packet> p)
+{
+    // What ns-3 3.37's UdpSocketImpl::DoSendTo does for a socket bound to any address,
+    // connected to the peer's RDMA port, with IP_TOS set: the same packet tags (the ToS, the
+    // priority it maps to, do-not-fragment off), the same RouteOutput call and the same
+    // UdpL4Protocol::Send, so the packets, ports and routes are those the socket sent.
+    const uint8_t tos = uint8_t(m_dscp << 2) | kEct0;
+    SocketIpTosTag tosTag;
+    tosTag.SetTos(tos);
+    p->ReplacePacketTag(tosTag);
+    if (const uint8_t priority = Socket::IpTos2Priority(tos))
+    {
+        SocketPriorityTag priorityTag;
+        priorityTag.SetPriority(priority);
+        p->ReplacePacketTag(priorityTag);
+    }
+    SocketSetDontFragmentTag dontFragment;
+    dontFragment.Disable();
+    p->AddPacketTag(dontFragment);
+    Nic& nic = m_nics[qp.SrcHost()];
+    const Ipv4Address dst = m_addresses[qp.DstHost()];
+    Ipv4Header header;
+    header.SetDestination(dst);
+    header.SetProtocol(UdpL4Protocol::PROT_NUMBER);
+    Socket::SocketErrno err;
+    Ptr<Ipv4Route> route = nic.ipv4->GetRoutingProtocol()->RouteOutput(p, header, nullptr, err);
+    if (!route)
+    {
+        NS_LOG_LOGIC("QP " << qp.Id() << ": no route to " << dst << ", packet not sent");
+        return; // as the socket's Send failing: go-back-N resends it after the timeout
+    }
+    nic.udp->Send(p, route->GetSource(), dst, qp.endPoint->GetLocalPort(), m_port, route);
 }
 
 // ---- reliability ----
@@ -494,20 +535,6 @@ RdmaTransport::OnRto(RdmaQueuePair* qp)
     qp->nextAvail = now;
     ArmRto(*qp);
     SchedulePump(qp->SrcHost());
-}
-
-void
-RdmaTransport::OnSenderRecv(Ptr<Socket> s)
-{
-    auto it = m_qpBySocket.find(PeekPointer(s));
-    if (it == m_qpBySocket.end())
-    {
-        return;
-    }
-    while (Ptr<Packet> p = s->Recv())
-    {
-        OnAckPacket(*it->second, p);
-    }
 }
 
 void

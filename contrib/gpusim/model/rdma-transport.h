@@ -22,11 +22,14 @@
 
 #include "ns3/event-id.h"
 #include "ns3/inet-socket-address.h"
+#include "ns3/ipv4.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
 #include "ns3/packet-transport.h"
 #include "ns3/rdma-queue-pair.h"
+#include "ns3/socket.h"
 #include "ns3/traced-callback.h"
+#include "ns3/udp-l4-protocol.h"
 
 #include <map>
 #include <memory>
@@ -122,6 +125,8 @@ class RdmaTransport : public PacketTransport
         bool pumpPending = false;        //!< a Pump is scheduled now
         bool blocked = false;            //!< waiting for the egress queue to drain
         Ptr<Socket> listener;            //!< port 4791: data in, ACK/NACK/CNP out
+        Ptr<Ipv4> ipv4;
+        Ptr<UdpL4Protocol> udp;          //!< QPs send through it (no socket per QP)
     };
 
     /// Receive side of one QP.
@@ -147,6 +152,8 @@ class RdmaTransport : public PacketTransport
     void Pump(uint32_t host);
     RdmaQueuePair* PickQp(Nic& nic, Time now, Time* earliest);
     void SendData(RdmaQueuePair& qp);
+    /// Hands one data packet of `qp` to UDP as a connected ns-3 socket would.
+    void SendDatagram(RdmaQueuePair& qp, Ptr<Packet> p);
     void ArmRto(RdmaQueuePair& qp);
     void OnRto(RdmaQueuePair* qp);
     void OnQpRate(uint32_t qp, double oldBps, double newBps);
@@ -158,7 +165,6 @@ class RdmaTransport : public PacketTransport
     void HandleData(Ptr<Socket> s, const Address& from, const RdmaHeader& h, bool ce);
     void Reply(Ptr<Socket> s, const Address& to, uint8_t op, const RdmaHeader& data,
                uint32_t psn, bool ce);
-    void OnSenderRecv(Ptr<Socket> s);
     /// One ACK, NACK or CNP for `qp` (UDP header removed).
     void OnAckPacket(RdmaQueuePair& qp, Ptr<Packet> p);
     void HandleAck(RdmaQueuePair& qp, const RdmaHeader& h);
@@ -169,8 +175,7 @@ class RdmaTransport : public PacketTransport
     std::vector<Nic> m_nics;
     std::map<ConnectionKey, std::unique_ptr<RdmaQueuePair>> m_qps;
     std::vector<RdmaQueuePair*> m_qpById;
-    std::unordered_map<const Socket*, RdmaQueuePair*> m_qpBySocket;
-    /// (source host << 16 | the QP socket's UDP port) -> QP: where the demux sends ACKs.
+    /// (source host << 16 | the QP's UDP port) -> QP: where the demux sends ACKs.
     std::unordered_map<uint64_t, RdmaQueuePair*> m_qpByPort;
     std::vector<Receiver> m_receivers; //!< by QP id (ids are dense: m_qpById's indices)
 

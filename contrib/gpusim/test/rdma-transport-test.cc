@@ -10,6 +10,7 @@
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/inet-socket-address.h"
+#include "ns3/ipv4-end-point.h"
 #include "ns3/ipv4-l3-protocol.h"
 #include "ns3/packet-backend.h"
 #include "ns3/point-to-point-net-device.h"
@@ -431,4 +432,39 @@ TEST_F(RdmaTransportTest, QueuePairDatagramsSkipTheSocketScanAndOtherUdpStillArr
     auto rdma = DynamicCast<RdmaTransport>(pkt->GetTransport());
     EXPECT_EQ(rdma->GetCounters().dataPackets, 2u * 118u); // 9000-byte MTU, 8944 B payload
     EXPECT_EQ(rdma->GetCounters().ackPackets, rdma->GetCounters().dataPackets); // each ACKed
+}
+
+TEST_F(RdmaTransportTest, QueuePairsTakeTheSocketsEphemeralPortsWithoutASocketEach)
+{
+    // A QP holds a UDP endpoint, not an ns-3 socket (about 1 KiB less per QP; an AllToAll
+    // opens n^2). Its port must still be the one a bound socket would have had, in the same
+    // order (49153, 49154, ... per host, ns-3 3.37's Ipv4EndPointDemux), since the source port
+    // is the QP's ECMP entropy: sockets bound later continue the sequence, and ACKs find their
+    // QP by that port.
+    Ptr<PacketBackend> pkt = MakeRdma(Topology(Spec(2, 100)), "none");
+    pkt->Build();
+    int delivered = 0;
+    for (uint64_t flow = 0; flow < 3; ++flow)
+    {
+        pkt->StartTransfer(flow + 1, 0, 1, 64 * 1024, flow, [&delivered](const TransferRecord&) {
+            ++delivered;
+        });
+    }
+    Simulator::Run();
+    EXPECT_EQ(delivered, 3);
+    auto rdma = DynamicCast<RdmaTransport>(pkt->GetTransport());
+    const auto qps = rdma->GetQueuePairs();
+    ASSERT_EQ(qps.size(), 3u);
+    for (uint32_t i = 0; i < 3; ++i)
+    {
+        ASSERT_NE(qps[i]->endPoint, nullptr);
+        EXPECT_EQ(qps[i]->endPoint->GetLocalPort(), 49153 + i) << "QP " << i;
+        EXPECT_EQ(qps[i]->endPoint->GetLocalAddress(), Ipv4Address::GetAny());
+    }
+    EXPECT_EQ(rdma->GetCounters().ackPackets, rdma->GetCounters().dataPackets);
+    Ptr<Socket> later = Socket::CreateSocket(pkt->GetHostNode(0), UdpSocketFactory::GetTypeId());
+    ASSERT_EQ(later->Bind(), 0);
+    Address name;
+    later->GetSockName(name);
+    EXPECT_EQ(InetSocketAddress::ConvertFrom(name).GetPort(), 49156);
 }
