@@ -52,7 +52,7 @@ RdmaQueuePair::PayloadOf(const Message& m, uint32_t psn) const
 size_t
 RdmaQueuePair::Find(uint32_t psn) const
 {
-    auto it = std::upper_bound(m_msgs.begin(), m_msgs.end(), psn,
+    auto it = std::upper_bound(m_msgs.begin() + m_head, m_msgs.end(), psn,
                                [](uint32_t p, const Message& m) { return p < m.firstPsn; });
     return size_t(it - m_msgs.begin()) - 1;
 }
@@ -102,10 +102,22 @@ RdmaQueuePair::Acknowledge(uint32_t nextExpected)
         bytes += hi - lo;
     }
     m_sndUna = nextExpected;
-    while (!m_msgs.empty() && m_msgs.front().firstPsn + m_msgs.front().nPkts <= m_sndUna)
+    while (m_head < m_msgs.size() && m_msgs[m_head].firstPsn + m_msgs[m_head].nPkts <= m_sndUna)
     {
-        m_msgs.pop_front();
-        m_cursor = m_cursor > 0 ? m_cursor - 1 : 0;
+        ++m_head;
+        m_cursor = std::max(m_cursor, m_head);
+    }
+    if (m_head == m_msgs.size())
+    {
+        m_msgs.clear();
+        m_head = 0;
+        m_cursor = 0;
+    }
+    else if (m_head >= 64 && 2 * m_head >= m_msgs.size())
+    {
+        m_msgs.erase(m_msgs.begin(), m_msgs.begin() + m_head);
+        m_cursor -= m_head;
+        m_head = 0;
     }
     return bytes;
 }

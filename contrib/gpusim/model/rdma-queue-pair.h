@@ -14,7 +14,7 @@
 #include "ns3/rdma-congestion-control.h"
 
 #include <cstdint>
-#include <deque>
+#include <vector>
 
 namespace ns3
 {
@@ -83,7 +83,7 @@ class RdmaQueuePair
     };
 
     uint32_t PayloadOf(const Message& m, uint32_t psn) const;
-    /// Index in m_msgs of the message holding `psn`.
+    /// Index in m_msgs of the message holding `psn` (a live one).
     size_t Find(uint32_t psn) const;
 
     uint32_t m_id;
@@ -91,8 +91,12 @@ class RdmaQueuePair
     uint32_t m_srcHost;
     uint32_t m_dstHost;
     uint32_t m_payload; //!< payload bytes per full packet
-    std::deque<Message> m_msgs; //!< not fully acknowledged, in PSN order
-    size_t m_cursor = 0;        //!< index in m_msgs of the message holding sndNxt
+    /// Messages not fully acknowledged, in PSN order, from m_msgs[m_head]. A vector with a
+    /// moving head, not a std::deque: an empty deque already holds ~600 bytes, and an AllToAll
+    /// opens n^2 queue pairs that each carry one message at a time.
+    std::vector<Message> m_msgs;
+    size_t m_head = 0;   //!< first live message in m_msgs
+    size_t m_cursor = 0; //!< index in m_msgs of the message holding sndNxt
     uint32_t m_sndUna = 0;
     uint32_t m_sndNxt = 0;
     uint32_t m_endPsn = 0;      //!< one past the last PSN posted

@@ -468,3 +468,58 @@ TEST_F(RdmaTransportTest, QueuePairsTakeTheSocketsEphemeralPortsWithoutASocketEa
     later->GetSockName(name);
     EXPECT_EQ(InetSocketAddress::ConvertFrom(name).GetPort(), 49156);
 }
+
+TEST(RdmaQueuePairTest, LongQueuesAcknowledgeAndGoBackAcrossTheirCompaction)
+{
+    // 300 messages of 1..3 packets (100-byte payloads): send all, acknowledge in uneven steps,
+    // go back in the middle, and check every segment's message, PSN and byte count, across the
+    // points where fully acknowledged messages are dropped from the front of the queue.
+    ConnectionKey key{0, 1, 0};
+    RdmaQueuePair qp(0, key, 0, 1, 100);
+    std::vector<uint64_t> msgOfPsn;
+    std::vector<uint32_t> bytesOfPsn;
+    uint64_t total = 0;
+    for (uint64_t m = 0; m < 300; ++m)
+    {
+        const uint64_t bytes = 100 * (m % 3) + 50; // 50, 150, 250 B: 1, 2, 3 packets
+        qp.Post(1000 + m, bytes);
+        total += bytes;
+        for (uint64_t b = 0; b < bytes; b += 100)
+        {
+            msgOfPsn.push_back(1000 + m);
+            bytesOfPsn.push_back(uint32_t(std::min<uint64_t>(100, bytes - b)));
+        }
+    }
+    auto sendUpTo = [&](uint32_t end) {
+        while (qp.HasUnsent() && qp.SndNxt() < end)
+        {
+            const RdmaQueuePair::Segment s = qp.Next();
+            ASSERT_EQ(s.psn, qp.SndNxt());
+            EXPECT_EQ(s.msgId, msgOfPsn[s.psn]) << "psn " << s.psn;
+            EXPECT_EQ(s.payload, bytesOfPsn[s.psn]) << "psn " << s.psn;
+            EXPECT_EQ(s.last, s.psn + 1 == msgOfPsn.size() || msgOfPsn[s.psn + 1] != s.msgId);
+            qp.Advance();
+        }
+    };
+    const uint32_t n = uint32_t(msgOfPsn.size());
+    ASSERT_EQ(n, 600u);
+    uint64_t acked = 0;
+    sendUpTo(n);
+    acked += qp.Acknowledge(251); // drops ~125 messages from the front
+    EXPECT_EQ(qp.GoBackTo(400), n - 400);
+    sendUpTo(450);
+    acked += qp.Acknowledge(420); // the queue drops its acknowledged front here
+    sendUpTo(520);                // and goes on from the message it was sending
+    EXPECT_EQ(qp.GoBackTo(500), 20u);
+    sendUpTo(n);
+    acked += qp.Acknowledge(599);
+    acked += qp.Acknowledge(599); // a duplicate adds nothing
+    EXPECT_FALSE(qp.Idle());
+    acked += qp.Acknowledge(n);
+    EXPECT_EQ(acked, total);
+    EXPECT_TRUE(qp.Idle());
+    qp.Post(5000, 10); // an emptied queue takes new messages
+    ASSERT_TRUE(qp.HasUnsent());
+    EXPECT_EQ(qp.Next().msgId, 5000u);
+    EXPECT_EQ(qp.Next().psn, n);
+}
