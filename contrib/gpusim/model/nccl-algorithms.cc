@@ -17,14 +17,16 @@ CollectiveExecutor::~CollectiveExecutor() = default;
 
 PipelineExecutor::PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bool chain,
                                    uint32_t items, double itemBytes, uint32_t depth,
-                                   uint32_t itemsPerLoop, SendFn send)
+                                   uint32_t itemsPerLoop, SendFn send,
+                                   std::vector<std::vector<RingConn>> conns)
     : m_orders(std::move(orders)),
       m_chain(chain),
       m_items(items),
       m_itemBytes(itemBytes),
       m_depth(std::max<uint32_t>(1, depth)),
       m_itemsPerLoop(itemsPerLoop),
-      m_send(std::move(send))
+      m_send(std::move(send)),
+      m_conns(std::move(conns))
 {
     const size_t n = m_orders.front().size();
     m_joined.assign(n, false);
@@ -36,6 +38,22 @@ PipelineExecutor::PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bo
         for (uint32_t p = 0; p < n; ++p)
         {
             m_posOf[c][m_orders[c][p]] = p;
+        }
+    }
+    // Several chunks in flight only where bytes go one at a time on a ring connection.
+    if (m_chain || m_depth != 1)
+    {
+        m_conns.clear();
+    }
+    for (size_t c = 0; c < m_conns.size(); ++c)
+    {
+        NS_ABORT_MSG_IF(m_conns[c].size() != n, "PipelineExecutor: one RingConn per position");
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            if (m_conns[c][p].slots > 1)
+            {
+                m_state[c][p].latencyEnd.assign(m_conns[c][p].slots, Time(0));
+            }
         }
     }
 }
@@ -85,6 +103,22 @@ PipelineExecutor::Advance(uint32_t c, uint32_t p)
     {
         return;
     }
+    if (!s.latencyEnd.empty())
+    {
+        // NCCL's sender posts a step once its data is there and one of its connection's
+        // slots is free; the step latency (proxy, RDMA, completion) runs from then, alongside
+        // the steps before it.
+        const RingConn& conn = m_conns[c][p];
+        while (s.launched < SendTotal(p) && s.launched - s.sent < conn.slots &&
+               s.recvd >= NeedRecv(p, s.launched))
+        {
+            const uint32_t i = s.launched++;
+            s.latencyEnd[i % conn.slots] =
+                Simulator::Now() + (i < m_itemsPerLoop ? conn.step : Time(0));
+        }
+        Pump(c, p);
+        return;
+    }
     while (s.launched < SendTotal(p) && s.launched - s.sent < m_depth &&
            s.recvd >= NeedRecv(p, s.launched))
     {
@@ -108,6 +142,59 @@ PipelineExecutor::Advance(uint32_t c, uint32_t p)
             CheckDone(c, p);
         });
     }
+}
+
+void
+PipelineExecutor::Pump(uint32_t c, uint32_t p)
+{
+    Pos& s = m_state[c][p];
+    const RingConn& conn = m_conns[c][p];
+    if (s.started == s.launched || s.started > s.sent || s.waking)
+    {
+        return; // nothing admitted, bytes of the item before still on the way, or a wake due
+    }
+    // Item i's bytes follow item i-1's on the wire: delivered at max(T + wire, D(i-1)) + bytes
+    // with T its latency end. Item i-1 in before T: it starts at T and pays the wire. Still
+    // arriving at T: it streams behind it, from max(D(i-1), T + wire), without the wire again.
+    const Time now = Simulator::Now();
+    const Time T = s.latencyEnd[s.started % conn.slots];
+    const bool follow = s.lastDelivered > T;
+    const Time at = follow ? Max(s.lastDelivered, T + conn.wire) : T;
+    if (at > now)
+    {
+        s.waking = true;
+        Simulator::Schedule(at - now, &PipelineExecutor::Wake, this, c, p);
+        return;
+    }
+    ++s.started;
+    ++transfers;
+    const uint32_t next = (p + 1) % N();
+    m_send(m_orders[c][p],
+           m_orders[c][next],
+           m_itemBytes,
+           c,
+           follow ? StepStart::Streamed : StepStart::Pipelined,
+           [this, c, p]() { Delivered(c, p); });
+}
+
+void
+PipelineExecutor::Wake(uint32_t c, uint32_t p)
+{
+    m_state[c][p].waking = false;
+    Pump(c, p);
+}
+
+void
+PipelineExecutor::Delivered(uint32_t c, uint32_t p)
+{
+    const uint32_t next = (p + 1) % N();
+    m_state[c][p].lastDelivered = Simulator::Now();
+    ++m_state[c][p].sent;
+    ++m_state[c][next].recvd;
+    Advance(c, next);
+    Advance(c, p);
+    CheckDone(c, next);
+    CheckDone(c, p);
 }
 
 void

@@ -76,6 +76,9 @@ struct NcclWorld::LinkLoads
     double depthInter = 0;     //!< of which steps wait on a connection between servers
     double maxWireUs = 0;      //!< longest route latency among the transfers between servers
     double maxWireIntraUs = 0; //!< among those inside a server (NVLink, NVSwitch)
+    /// Ring with chunks in flight: network steps one connection waits one after another for
+    /// its slots (the path then takes one step inside a server); 0 where none.
+    double slotSteps = 0;
 };
 
 /// One candidate of the tuner.
@@ -316,12 +319,59 @@ AddTreeLoads(LoadBuilder& lb, const Communicator& comm, double S, uint32_t C, do
     depthInter *= 2;
 }
 
+/// Ring steps that wait on a connection between servers: a ring connection between servers
+/// that keeps `slots` > 1 chunks in flight (RingNetSlots; PipelineExecutor with RingConns)
+/// no longer gates
+/// every step; the latency path is the data's, `depth` consecutive ring hops, and its heaviest
+/// window holds the most hops between servers. (A connection's own items still wait for a
+/// free slot: AddAlgorithmLoads' slotSteps.)
+double
+RingInterSteps(const LoadBuilder& lb, const Communicator& comm, uint32_t C, double depth)
+{
+    const uint32_t n = comm.GetNRanks();
+    const uint32_t hops = static_cast<uint32_t>(depth);
+    uint32_t most = 0;
+    for (uint32_t c = 0; c < C; ++c)
+    {
+        const std::vector<uint32_t> ring = comm.RingOrder(c);
+        std::vector<uint32_t> cross(n);
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            cross[p] = lb.Crosses(ring[p], ring[(p + 1) % n]) ? 1 : 0;
+        }
+        // Crossings among hops k, k+1, ..., k+hops-1 (around the ring), for every start k.
+        const uint32_t full = hops / n;
+        uint32_t perLap = 0;
+        for (uint32_t v : cross)
+        {
+            perLap += v;
+        }
+        const uint32_t rest = hops % n;
+        uint32_t window = 0;
+        for (uint32_t q = 0; q < rest; ++q)
+        {
+            window += cross[q];
+        }
+        uint32_t best = window;
+        for (uint32_t k = 1; k < n && rest > 0; ++k)
+        {
+            window += cross[(k + rest - 1) % n];
+            window -= cross[k - 1];
+            best = std::max(best, window);
+        }
+        most = std::max(most, full * perLap + best);
+    }
+    return std::min<double>(most, depth);
+}
+
 /// Rings and chains (every hop of every channel carries its share), all-to-all pairs and P2P.
-/// Every step waits for every connection's previous step (FIFO connections in lock step): one
-/// connection between servers gates them all.
+/// A chain's step waits for its connection's previous step (FIFO connections in lock step):
+/// one connection between servers gates them all. A ring's connections between servers keep
+/// chunks in flight (RingInterSteps).
 void
 AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std::string& algo,
-             double S, uint32_t C, double& depth, double& depthInter)
+             double S, uint32_t C, uint32_t slots, double& depth, double& depthInter,
+             double& slotSteps)
 {
     const uint32_t n = comm.GetNRanks();
     if (algo == "direct")
@@ -369,6 +419,13 @@ AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std
                 lb.Add(ring[p], ring[(p + 1) % n], c, perHop);
             }
         }
+        if (algo == "ring" && lb.anyInter && slots > 1)
+        {
+            depthInter = RingInterSteps(lb, comm, C, depth);
+            // Items 0, K, 2K, ... of one connection wait for each other's slot.
+            slotSteps = std::ceil(depth / slots);
+            return;
+        }
     }
     depthInter = lb.anyInter ? depth : 0;
 }
@@ -395,7 +452,8 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
     }
     else
     {
-        AddRingLoads(lb, comm, kind, algo, S, C, L.depth, L.depthInter);
+        AddRingLoads(lb, comm, kind, algo, S, C, RingNetSlots(), L.depth, L.depthInter,
+                     L.slotSteps);
     }
 }
 
@@ -451,7 +509,11 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     const double intraUs = stepUs(costs.stepLatency, L.maxWireIntraUs);
     const double interUs = stepUs(costs.stepLatencyInter, L.maxWireUs);
     const double baseUs = costs.baseLatency.GetNanoSeconds() / 1e3;
-    const double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
+    double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
+    if (L.slotSteps > 0)
+    {
+        latencyUs = std::max(latencyUs, L.slotSteps * interUs + intraUs);
+    }
     if (algo == "nvls" || algo == "nvlstree")
     {
         // Loops stream through the stages. Each loop's reduce waits its step latency on the

@@ -498,8 +498,9 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
     // Across S servers the tree is 2 x (7 NVLink + log2 S network) steps, NVLSTree's the 4
     // NVLS stages + 2 log2 S network steps. A ring across servers pays the network step on all
     // 2(n-1) steps: its crossing connection carries every step after the last (one transfer
-    // in flight per connection), where NCCL's estimate counts 2(S-1) network steps only
-    // (doc/validation.md, "What still differs").
+    // in flight per connection, RingNetSlots' default), where NCCL's estimate counts 2(S-1)
+    // network steps only (doc/validation.md, "What still differs";
+    // RingConnectionsBetweenServersKeepChunksInFlight runs NCCL's 8).
     struct Case
     {
         uint32_t servers;
@@ -533,6 +534,42 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
             << c.servers << " servers " << c.algo << "/" << c.proto;
         Simulator::Destroy();
     }
+}
+
+TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
+{
+    // 8-byte ring AllReduce on 2 x dgx-h100 (16 ranks, 30 steps; each channel's ring crosses
+    // between the servers twice). NCCL keeps NCCL_STEPS = 8 chunks in flight per network
+    // connection (src/include/device.h, prims_ll.h / prims_simple.h wait for a free slot of
+    // 8), so a step's network latency runs alongside the steps before it (RingNetSlots 8):
+    // the time is the data's path, 30 consecutive ring hops of which at most 4 cross
+    // servers: base + 26 NVLink + 4 network steps (the constants of
+    // SmallSizesPayNcclsLatencyConstants). One step at a time (RingNetSlots 1, the default),
+    // the crossing connection pays its network step on all 30 steps. With 2 slots its steps
+    // 0, 2, ..., 28 wait for each other's slot (15 network steps), then one NVLink step.
+    struct Case
+    {
+        uint32_t slots;
+        const char* proto;
+        double us;
+    };
+    const Case cases[] = {
+        {1, "ll", 6.6 + 30 * 2.7},
+        {8, "ll", 6.6 + 26 * 0.6 + 4 * 2.7},
+        {8, "ll128", 14.0 + 26 * 1.9 + 4 * 4.0},
+        {8, "simple", 8.4 + 26 * 3.4 + 4 * 14.0},
+        {2, "ll", 6.6 + 15 * 2.7 + 0.6},
+    };
+    for (const Case& c : cases)
+    {
+        Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(c.slots));
+        const CollectiveRecord r = RunRecord(Preset("dgx-h100", 2), 8, 0, "ring", c.proto);
+        EXPECT_NEAR(DurationUs(r), c.us, 0.02) << c.slots << " slots, ring/" << c.proto;
+        // The tuner's estimate follows the executor: the data's path, or the slots' wait.
+        EXPECT_NEAR(r.plan.estimateUs, c.us, 0.1) << c.slots << " slots, ring/" << c.proto;
+        Simulator::Destroy();
+    }
+    Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
 }
 
 TEST_F(Collectives, LlTreeStreamsThroughItsDepth)
