@@ -732,6 +732,16 @@ NcclWorld::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_ringNetSlots),
                           MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("TreesOnAllNics",
+                          "Trees (Channels 0): a mirrored pair of trees per ring channel, i.e. "
+                          "per NIC, as NCCL runs the mirrored tree on its duplicated channels "
+                          "(src/graph/connect.cc). false (default): one tree per ring channel, "
+                          "pairs led by every other GPU, so half the NICs carry no tree "
+                          "traffic; true makes the tuner take the tree on 2 x A100 from 64 MiB, "
+                          "where the NCCL 2.12 calibration table ran rings (doc/validation.md)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&NcclWorld::m_treesOnAllNics),
+                          MakeBooleanChecker())
             .AddAttribute("Pxn",
                           "Point-to-point traffic (AllToAll, Send/Recv) to a GPU of another "
                           "server crosses NVLink to the local GPU on the peer's rail and leaves "

@@ -457,6 +457,8 @@ class NcclWorld : public Object
     bool IsRingFlows() const;
     /// Pxn attribute: NCCL relays point-to-point traffic through the GPU on the peer's rail.
     bool IsPxn() const;
+    /// Trees of a tree plan whose rings have `channels` channels (mirrored pairs).
+    uint32_t TreeChannels(uint32_t channels) const;
     /// Chunks a ring connection between servers keeps in flight (RingNetSlots).
     uint32_t RingNetSlots() const;
     /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
@@ -530,6 +532,7 @@ class NcclWorld : public Object
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
     uint32_t m_ringNetSlots;
+    bool m_treesOnAllNics;
     bool m_pxn;
     std::string m_fidelity;              //!< chunk | collective | auto
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span

@@ -613,6 +613,24 @@ NcclWorld::CandidateAlgorithms(CollKind kind, const Communicator& comm) const
     return algos;
 }
 
+uint32_t
+NcclWorld::TreeChannels(uint32_t channels) const
+{
+    // NCCL duplicates its channels and runs the double binary tree's mirror on the copy: graph
+    // channel c (one NIC, its chain inside the server) carries tree 0 and channel c +
+    // nChannels tree 1 (NCCL 2.29.2 src/graph/connect.cc:69-72 copies the channels,
+    // :147-163 sets t0 on channel0 and t1 on channel1 = channel0 + nChannels; :452 doubles
+    // nChannels), and the tree graph has as many channels as the ring graph
+    // (src/init.cc:1068-1069). So with TreesOnAllNics a mirrored pair per ring channel (per
+    // NIC). Otherwise, and with forced Channels, the ring's channels are the trees
+    // themselves, rounded up to pairs: half the NICs lead none.
+    if (m_treesOnAllNics && m_channels == 0)
+    {
+        return 2 * channels;
+    }
+    return channels + channels % 2;
+}
+
 CollectivePlan
 NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
 {
@@ -662,9 +680,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     {
         const bool nvls = a == "nvls" || a == "nvlstree";
         uint32_t ch = a == "tree" || a == "ring" || a == "chain" ? plan.channels : 1;
-        if (a == "tree" && ch % 2 == 1)
+        if (a == "tree")
         {
-            ++ch; // trees come in mirrored pairs
+            ch = TreeChannels(plan.channels);
         }
         for (const auto& p : protos)
         {
@@ -682,9 +700,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
             }
         }
     }
-    if (plan.algo == "tree" && plan.channels % 2 == 1)
+    if (plan.algo == "tree")
     {
-        plan.channels += 1; // trees come in mirrored pairs
+        plan.channels = TreeChannels(plan.channels);
     }
     FillCosts(plan.algo, plan.proto, plan);
     plan.bwFactor = best.bwFactor;

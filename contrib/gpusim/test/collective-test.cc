@@ -572,6 +572,31 @@ TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
     Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
 }
 
+TEST_F(Collectives, TreesOnAllNicsHalveTheBytesPerNic)
+{
+    // Forced tree AllReduce of 1 GiB on 2 servers of 2 GPUs and 2 x 400 Gb/s NICs, ideal wire
+    // (efficiency 1: 50 GB/s per NIC, no latencies). Over 2 servers each tree of a mirrored
+    // pair sends its S/C up one way and down the other, so a pair's leader NIC carries 2 S/C
+    // per direction. One tree per ring channel (C = 2, the default): one pair, led by GPU 0:
+    // NIC 0 carries S, NIC 1 nothing: S / 50 GB/s = 21,475 us. A pair per NIC (C = 4,
+    // TreesOnAllNics; NCCL runs the mirrored tree on its duplicated channels,
+    // src/graph/connect.cc): S/2 on each NIC, 10,737 us. NVLink (450 GB/s) carries about S per
+    // GPU. The rest is the pipeline fill of 128 chunks per tree (1-3 %).
+    auto spec = Preset("dgx-h100", 2);
+    spec.gpusPerServer = 2;
+    spec.nicsPerServer = 2;
+    const double S = 1u << 30;
+    const CollectiveRecord half = RunRecord(spec, 1u << 30, 1, "tree", "simple");
+    EXPECT_EQ(half.plan.channels, 2u);
+    EXPECT_NEAR(DurationUs(half), S / 50e3, 0.02 * S / 50e3);
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(true));
+    const CollectiveRecord all = RunRecord(spec, 1u << 30, 1, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(false));
+    EXPECT_EQ(all.plan.channels, 4u);
+    EXPECT_NEAR(DurationUs(all), S / 100e3, 0.03 * S / 100e3);
+    EXPECT_LT(DurationUs(all), 0.52 * DurationUs(half));
+}
+
 TEST_F(Collectives, LlTreeStreamsThroughItsDepth)
 {
     // LL forwards each line as its flag arrives (4 KiB passes), so a tree's bytes cross its

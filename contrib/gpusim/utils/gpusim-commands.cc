@@ -46,7 +46,8 @@ namespace gpusim
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us", "fidelity", "transport", "pfc",
-                                            "rdma-reorder", "flowlet-gap-us", "ring-net-slots"};
+                                            "rdma-reorder", "flowlet-gap-us", "ring-net-slots",
+                                            "trees-on-all-nics"};
 
 std::string
 DistributedLine(Ptr<NetworkBackend> backend)
@@ -279,6 +280,15 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
         }
         h.SetNcclAttribute("RingNetSlots", UintegerValue(slots));
     }
+    if (o.Has("trees-on-all-nics"))
+    {
+        const std::string v = o.Get("trees-on-all-nics", "");
+        if (v != "true" && v != "false")
+        {
+            throw UsageError("--trees-on-all-nics must be true or false");
+        }
+        h.SetNcclAttribute("TreesOnAllNics", BooleanValue(v == "true"));
+    }
     if (o.Has("chunk-bytes"))
     {
         h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
@@ -351,6 +361,9 @@ PrintCollectiveUsage(std::ostream& os)
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --ring-net-slots K    chunks a ring connection between servers keeps in\n"
           "                        flight (NCCL: 8; default 1, doc/validation.md)\n"
+          "  --trees-on-all-nics true|false   a mirrored pair of trees per NIC (NCCL's\n"
+          "                        duplicated channels); default false: a tree per NIC,\n"
+          "                        pairs on every other NIC (doc/validation.md)\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
           "                        the shortcut that is exact for it (ring as edge flows,\n"
           "                        NVLS/NVLSTree by one rail, repeats replayed; flow\n"
