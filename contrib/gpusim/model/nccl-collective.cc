@@ -456,8 +456,13 @@ std::vector<std::vector<RingConn>>
 Communicator::RingConns(const CollectivePlan& plan) const
 {
     // A connection between servers is NCCL's proxy's: NCCL_STEPS chunks in flight
-    // (kNcclSteps) where RingNetSlots says so. Inside a server the GPU's warps post their own steps (prims_simple.h:
-    // waitPeer, copy/reduce, postPeer), one at a time, as NVLS's NVLink stages.
+    // (kNcclSteps) where RingNetSlots says so. Inside a server the GPU's warps post their own
+    // steps (prims_simple.h: waitPeer, copy/reduce, postPeer), one at a time, as NVLS's NVLink
+    // stages. With one slot everywhere the executor needs none of this.
+    if (m_world->RingNetSlots() == 1)
+    {
+        return {};
+    }
     std::vector<std::vector<RingConn>> conns(plan.channels);
     const uint32_t n = m_nranks;
     for (uint32_t c = 0; c < plan.channels; ++c)

@@ -325,7 +325,7 @@ class Communicator : public Object
     /// or the switches above them): StepDelay of a fresh step.
     std::function<Time(uint32_t, uint32_t)> NvlsLatency(const CollectivePlan& plan) const;
     /// Per channel and ring position, the connection to the next position: its slots, step
-    /// and wire latency (PipelineExecutor).
+    /// and wire latency (PipelineExecutor); empty where every connection has one slot.
     std::vector<std::vector<RingConn>> RingConns(const CollectivePlan& plan) const;
     /// Collective fidelity: comm rank r's executor join (after the base latency).
     void ExecJoin(uint64_t seq, uint32_t commRank);

@@ -320,11 +320,10 @@ AddTreeLoads(LoadBuilder& lb, const Communicator& comm, double S, uint32_t C, do
 }
 
 /// Ring steps that wait on a connection between servers: a ring connection between servers
-/// that keeps `slots` > 1 chunks in flight (RingNetSlots; PipelineExecutor with RingConns)
-/// no longer gates
-/// every step; the latency path is the data's, `depth` consecutive ring hops, and its heaviest
-/// window holds the most hops between servers. (A connection's own items still wait for a
-/// free slot: AddAlgorithmLoads' slotSteps.)
+/// that keeps `slots` > 1 chunks in flight (RingNetSlots; PipelineExecutor with RingConns) no
+/// longer gates every step; the latency path is the data's, `depth` consecutive ring hops,
+/// and its heaviest window holds the most hops between servers. (A connection's own items
+/// still wait for a free slot: AddRingLoads' slotSteps.)
 double
 RingInterSteps(const LoadBuilder& lb, const Communicator& comm, uint32_t C, double depth)
 {
