@@ -216,7 +216,7 @@ PipelineExecutor::CheckDone(uint32_t c, uint32_t p)
 // ------------------------------------------------------------------ double binary tree
 
 TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                           uint32_t depth, bool streamed, SendFn send)
+                           uint32_t depth, bool streamed, SendFn send, ConnFn conn)
     : m_trees(std::move(trees)),
       m_chunks(chunks),
       m_chunkBytes(chunkBytes),
@@ -228,17 +228,116 @@ TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, d
     m_joined.assign(n, false);
     m_treesDone.assign(n, 0);
     m_state.resize(m_trees.size());
+    // Chunks in flight only where a Simple / LL128 connection sends one chunk at a time.
+    const bool slots = conn && !m_streamed && m_depth == 1;
+    auto init = [&conn](Slots& k, uint32_t from, uint32_t to) {
+        k.conn = conn(from, to);
+        if (k.conn.slots > 1)
+        {
+            k.latencyEnd.assign(k.conn.slots, Time(0));
+        }
+    };
     for (size_t t = 0; t < m_trees.size(); ++t)
     {
         m_state[t].resize(n);
         for (uint32_t r = 0; r < n; ++r)
         {
             Node& s = m_state[t][r];
-            s.upFromChild.assign(m_trees[t].children[r].size(), 0);
-            s.downLaunched.assign(m_trees[t].children[r].size(), 0);
-            s.downSent.assign(m_trees[t].children[r].size(), 0);
+            const auto& kids = m_trees[t].children[r];
+            s.upFromChild.assign(kids.size(), 0);
+            s.downLaunched.assign(kids.size(), 0);
+            s.downSent.assign(kids.size(), 0);
+            s.down.resize(kids.size());
+            if (!slots)
+            {
+                continue;
+            }
+            if (m_trees[t].parent[r] >= 0)
+            {
+                init(s.up, r, static_cast<uint32_t>(m_trees[t].parent[r]));
+            }
+            for (size_t i = 0; i < kids.size(); ++i)
+            {
+                init(s.down[i], r, kids[i]);
+            }
         }
     }
+}
+
+TreeExecutor::Slots&
+TreeExecutor::ConnSlots(uint32_t t, uint32_t r, int32_t kid)
+{
+    Node& s = m_state[t][r];
+    return kid < 0 ? s.up : s.down[kid];
+}
+
+void
+TreeExecutor::Pump(uint32_t t, uint32_t r, int32_t kid)
+{
+    // As PipelineExecutor::Pump: chunk i's bytes follow chunk i-1's on the wire, delivered at
+    // max(T + wire, D(i-1)) + bytes with T its latency end.
+    Node& s = m_state[t][r];
+    Slots& k = ConnSlots(t, r, kid);
+    const uint32_t launched = kid < 0 ? s.upLaunched : s.downLaunched[kid];
+    const uint32_t sent = kid < 0 ? s.upSent : s.downSent[kid];
+    if (k.started == launched || k.started > sent || k.waking)
+    {
+        return;
+    }
+    const Time now = Simulator::Now();
+    const Time T = k.latencyEnd[k.started % k.conn.slots];
+    const bool follow = k.lastDelivered > T;
+    const Time at = follow ? Max(k.lastDelivered, T + k.conn.wire) : T;
+    if (at > now)
+    {
+        k.waking = true;
+        Simulator::Schedule(at - now, &TreeExecutor::Wake, this, t, r, kid);
+        return;
+    }
+    ++k.started;
+    ++transfers;
+    const StepStart start = follow ? StepStart::Streamed : StepStart::Pipelined;
+    if (kid < 0)
+    {
+        const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+        m_send(r, p, m_chunkBytes, 2 * t, start, [this, t, r]() { UpDelivered(t, r); });
+        return;
+    }
+    const uint32_t child = m_trees[t].children[r][kid];
+    const uint64_t key = (uint64_t(t) << 48) | (uint64_t(kid) << 32) | r;
+    m_send(r, child, m_chunkBytes, 2 * t + 1, start, [this, key]() {
+        DownDelivered(key >> 48, key & 0xffffffff, (key >> 32) & 0xffff);
+    });
+}
+
+void
+TreeExecutor::Wake(uint32_t t, uint32_t r, int32_t kid)
+{
+    ConnSlots(t, r, kid).waking = false;
+    Pump(t, r, kid);
+}
+
+void
+TreeExecutor::UpDelivered(uint32_t t, uint32_t r)
+{
+    const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+    const size_t idx = ChildIndex(t, p, r);
+    m_state[t][r].up.lastDelivered = Simulator::Now();
+    ++m_state[t][r].upSent;
+    ++m_state[t][p].upFromChild[idx];
+    Advance(t, p);
+    Advance(t, r);
+}
+
+void
+TreeExecutor::DownDelivered(uint32_t t, uint32_t r, size_t i)
+{
+    const uint32_t child = m_trees[t].children[r][i];
+    m_state[t][r].down[i].lastDelivered = Simulator::Now();
+    ++m_state[t][r].downSent[i];
+    ++m_state[t][child].downRecvd;
+    Advance(t, child);
+    Advance(t, r);
 }
 
 void
@@ -280,7 +379,19 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     }
     Node& s = m_state[t][r];
     const int32_t parent = m_trees[t].parent[r];
-    if (parent >= 0)
+    const Time now = Simulator::Now();
+    if (parent >= 0 && s.up.conn.slots > 1)
+    {
+        // NCCL's sender posts a chunk once it is reduced and a slot is free; its step latency
+        // runs from then, alongside the chunks before it.
+        const uint32_t K = s.up.conn.slots;
+        while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < K)
+        {
+            s.up.latencyEnd[s.upLaunched++ % K] = now + s.up.conn.step;
+        }
+        Pump(t, r, -1);
+    }
+    else if (parent >= 0)
     {
         while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < m_depth)
         {
@@ -302,6 +413,16 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     const auto& kids = m_trees[t].children[r];
     for (size_t i = 0; i < kids.size(); ++i)
     {
+        if (s.down[i].conn.slots > 1)
+        {
+            const uint32_t K = s.down[i].conn.slots;
+            while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < K)
+            {
+                s.down[i].latencyEnd[s.downLaunched[i]++ % K] = now + s.down[i].conn.step;
+            }
+            Pump(t, r, static_cast<int32_t>(i));
+            continue;
+        }
         while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < m_depth)
         {
             const StepStart start =

@@ -95,17 +95,32 @@ class PipelineExecutor : public CollectiveExecutor
     std::vector<std::vector<RingConn>> m_conns;
 };
 
+/// The connection from node `from` to node `to` of a tree (slots, step and wire latency).
+using ConnFn = std::function<RingConn(uint32_t from, uint32_t to)>;
+
 /// Double binary tree AllReduce: each tree reduces its half of the data towards the root in
 /// pipelined chunks, then broadcasts it back down. `streamed` (LL): a connection's data flows
 /// line by line as its flags arrive, so only its first chunk waits the step and path latency.
+/// `conn` (not streamed, depth 1; may be empty): a connection with slots > 1 admits chunks as
+/// PipelineExecutor's RingConns do (step latency from admission, bytes behind the chunk
+/// before on the wire); others send one chunk at a time, each waiting its step latency.
 class TreeExecutor : public CollectiveExecutor
 {
   public:
     TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                 uint32_t depth, bool streamed, SendFn send);
+                 uint32_t depth, bool streamed, SendFn send, ConnFn conn = nullptr);
     void Join(uint32_t r) override;
 
   private:
+    /// A connection with chunks in flight (slots > 1).
+    struct Slots
+    {
+        RingConn conn;
+        uint32_t started = 0;          //!< chunks whose bytes were started
+        bool waking = false;           //!< a wake-up is scheduled
+        Time lastDelivered = Time(-1); //!< delivery of the latest chunk
+        std::vector<Time> latencyEnd;  //!< by chunk % slots, admission + step
+    };
     struct Node
     {
         std::vector<uint32_t> upFromChild; //!< chunks received from each child
@@ -115,11 +130,19 @@ class TreeExecutor : public CollectiveExecutor
         std::vector<uint32_t> downLaunched;
         std::vector<uint32_t> downSent;
         bool done = false;
+        Slots up;                //!< to the parent, where slots > 1
+        std::vector<Slots> down; //!< to each child, where slots > 1
     };
 
     uint32_t Reduced(uint32_t t, uint32_t r) const;
     uint32_t Final(uint32_t t, uint32_t r) const;
     void Advance(uint32_t t, uint32_t r);
+    /// Slots of tree t's connection from r: up (kid < 0) or down to child `kid`.
+    Slots& ConnSlots(uint32_t t, uint32_t r, int32_t kid);
+    void Pump(uint32_t t, uint32_t r, int32_t kid);
+    void Wake(uint32_t t, uint32_t r, int32_t kid);
+    void UpDelivered(uint32_t t, uint32_t r);
+    void DownDelivered(uint32_t t, uint32_t r, size_t i);
     size_t ChildIndex(uint32_t t, uint32_t parent, uint32_t child) const;
     void CheckDone(uint32_t t, uint32_t r);
 

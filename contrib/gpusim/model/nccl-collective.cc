@@ -408,8 +408,25 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
         const bool streamed = plan.proto == "ll";
         const uint32_t chunks =
             streamed ? StreamedTreeChunks(perTree) : TreeChunks(perTree, plan.chunkBytes);
+        // Tree connections between servers are NCCL's proxy's too: TreeNetSlots chunks in
+        // flight (kNcclSteps, as NCCL). The tuner's tree estimate already charges the step
+        // latency once along the depth, not per chunk.
+        ConnFn conn;
+        if (m_world->TreeNetSlots() > 1)
+        {
+            conn = [this, plan](uint32_t from, uint32_t to) {
+                const uint32_t src = m_gpus[from];
+                const uint32_t dst = m_gpus[to];
+                const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
+                RingConn k;
+                k.slots = hop.inter ? m_world->TreeNetSlots() : 1;
+                k.step = StepDelay(plan, src, dst, false);
+                k.wire = NanoSeconds(std::llround(hop.wireUs * 1e3));
+                return k;
+            };
+        }
         return std::make_unique<TreeExecutor>(std::move(trees), chunks, perTree / chunks,
-                                              plan.pipelineDepth, streamed, send);
+                                              plan.pipelineDepth, streamed, send, conn);
     }
     if (op.coll == CollKind::AllToAll)
     {
@@ -737,6 +754,15 @@ NcclWorld::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_ringNetSlots),
                           MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("TreeNetSlots",
+                          "Chunks a Simple / LL128 tree connection between servers keeps in "
+                          "flight: NCCL_STEPS = 8 (default; as RingNetSlots), so a chunk's "
+                          "network step latency runs alongside the chunks before it. 1: one "
+                          "chunk at a time, each waiting the network step latency (the model "
+                          "before; the calibration tables do not tell them apart)",
+                          UintegerValue(kNcclSteps),
+                          MakeUintegerAccessor(&NcclWorld::m_treeNetSlots),
+                          MakeUintegerChecker<uint32_t>(1, 64))
             .AddAttribute("TreesOnAllNics",
                           "Trees (Channels 0): a mirrored pair of trees per ring channel, i.e. "
                           "per NIC, as NCCL runs the mirrored tree on its duplicated channels "
@@ -942,6 +968,12 @@ uint32_t
 NcclWorld::RingNetSlots() const
 {
     return m_ringNetSlots;
+}
+
+uint32_t
+NcclWorld::TreeNetSlots() const
+{
+    return m_treeNetSlots;
 }
 
 const gpusim::NcclCalibration&

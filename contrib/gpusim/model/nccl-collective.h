@@ -461,6 +461,8 @@ class NcclWorld : public Object
     uint32_t TreeChannels(uint32_t channels) const;
     /// Chunks a ring connection between servers keeps in flight (RingNetSlots).
     uint32_t RingNetSlots() const;
+    /// Chunks a Simple / LL128 tree connection between servers keeps in flight (TreeNetSlots).
+    uint32_t TreeNetSlots() const;
     /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
     uint32_t GetNvlsTrialLoops() const;
     const FidelityStats& GetFidelityStats() const;
@@ -532,6 +534,7 @@ class NcclWorld : public Object
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
     uint32_t m_ringNetSlots;
+    uint32_t m_treeNetSlots;
     bool m_treesOnAllNics;
     bool m_pxn;
     std::string m_fidelity;              //!< chunk | collective | auto

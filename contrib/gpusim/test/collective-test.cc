@@ -572,6 +572,29 @@ TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
     Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
 }
 
+TEST_F(Collectives, TreeConnectionsBetweenServersKeepChunksInFlight)
+{
+    // Forced tree/Simple AllReduce of 64 MiB on 2 servers of one GPU and one 400 Gb/s NIC:
+    // two trees (a mirrored pair), 32 MiB each in 128 chunks of 256 KiB; each NIC direction
+    // carries one tree's reduce and the other's broadcast, 64 MiB at 47 GB/s (the preset's NIC
+    // efficiency): 1,427.9 us, plus the 8.4 us launch. With NCCL's 8 chunks in flight per
+    // connection (TreeNetSlots 8, the default; src/include/device.h NCCL_STEPS) a chunk's
+    // 12 us network step (14 us hwLat less the 2 us wire) runs alongside the chunks before
+    // it: within 10 % of that bound (the broadcast starts a chunk behind the reduce). One
+    // chunk at a time, every chunk pays it on the path: more than 128 x 12 us on top.
+    auto spec = Preset("dgx-h100", 2);
+    spec.gpusPerServer = 1;
+    spec.nicsPerServer = 1;
+    const double bound = 8.4 + (64 << 20) / 47e3;
+    const CollectiveRecord eight = RunRecord(spec, 64 << 20, 0, "tree", "simple");
+    EXPECT_GT(DurationUs(eight), bound);
+    EXPECT_LT(DurationUs(eight), 1.1 * bound);
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(1));
+    const CollectiveRecord one = RunRecord(spec, 64 << 20, 0, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(8));
+    EXPECT_GT(DurationUs(one), bound + 128 * 12.0);
+}
+
 TEST_F(Collectives, TreesOnAllNicsHalveTheBytesPerNic)
 {
     // Forced tree AllReduce of 1 GiB on 2 servers of 2 GPUs and 2 x 400 Gb/s NICs, ideal wire

@@ -47,7 +47,7 @@ const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "effici
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us", "fidelity", "transport", "pfc",
                                             "rdma-reorder", "flowlet-gap-us", "ring-net-slots",
-                                            "trees-on-all-nics"};
+                                            "tree-net-slots", "trees-on-all-nics"};
 
 std::string
 DistributedLine(Ptr<NetworkBackend> backend)
@@ -280,6 +280,15 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
         }
         h.SetNcclAttribute("RingNetSlots", UintegerValue(slots));
     }
+    if (o.Has("tree-net-slots"))
+    {
+        const uint32_t slots = o.Count("tree-net-slots", 1);
+        if (slots < 1 || slots > 64)
+        {
+            throw UsageError("--tree-net-slots must be 1 to 64");
+        }
+        h.SetNcclAttribute("TreeNetSlots", UintegerValue(slots));
+    }
     if (o.Has("trees-on-all-nics"))
     {
         const std::string v = o.Get("trees-on-all-nics", "");
@@ -361,6 +370,8 @@ PrintCollectiveUsage(std::ostream& os)
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
           "  --ring-net-slots K    chunks a ring connection between servers keeps in\n"
           "                        flight (NCCL: 8; default 1, doc/validation.md)\n"
+          "  --tree-net-slots K    the same for Simple / LL128 tree connections\n"
+          "                        (default 8)\n"
           "  --trees-on-all-nics true|false   a mirrored pair of trees per NIC (NCCL's\n"
           "                        duplicated channels); default false: a tree per NIC,\n"
           "                        pairs on every other NIC (doc/validation.md)\n"
