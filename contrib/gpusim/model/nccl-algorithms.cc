@@ -17,14 +17,16 @@ CollectiveExecutor::~CollectiveExecutor() = default;
 
 PipelineExecutor::PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bool chain,
                                    uint32_t items, double itemBytes, uint32_t depth,
-                                   uint32_t itemsPerLoop, SendFn send)
+                                   uint32_t itemsPerLoop, SendFn send,
+                                   std::vector<std::vector<RingConn>> conns)
     : m_orders(std::move(orders)),
       m_chain(chain),
       m_items(items),
       m_itemBytes(itemBytes),
       m_depth(std::max<uint32_t>(1, depth)),
       m_itemsPerLoop(itemsPerLoop),
-      m_send(std::move(send))
+      m_send(std::move(send)),
+      m_conns(std::move(conns))
 {
     const size_t n = m_orders.front().size();
     m_joined.assign(n, false);
@@ -36,6 +38,22 @@ PipelineExecutor::PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bo
         for (uint32_t p = 0; p < n; ++p)
         {
             m_posOf[c][m_orders[c][p]] = p;
+        }
+    }
+    // Several chunks in flight only where bytes go one at a time on a ring connection.
+    if (m_chain || m_depth != 1)
+    {
+        m_conns.clear();
+    }
+    for (size_t c = 0; c < m_conns.size(); ++c)
+    {
+        NS_ABORT_MSG_IF(m_conns[c].size() != n, "PipelineExecutor: one RingConn per position");
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            if (m_conns[c][p].slots > 1)
+            {
+                m_state[c][p].latencyEnd.assign(m_conns[c][p].slots, Time(0));
+            }
         }
     }
 }
@@ -85,6 +103,22 @@ PipelineExecutor::Advance(uint32_t c, uint32_t p)
     {
         return;
     }
+    if (!s.latencyEnd.empty())
+    {
+        // NCCL's sender posts a step once its data is there and one of its connection's
+        // slots is free; the step latency (proxy, RDMA, completion) runs from then, alongside
+        // the steps before it.
+        const RingConn& conn = m_conns[c][p];
+        while (s.launched < SendTotal(p) && s.launched - s.sent < conn.slots &&
+               s.recvd >= NeedRecv(p, s.launched))
+        {
+            const uint32_t i = s.launched++;
+            s.latencyEnd[i % conn.slots] =
+                Simulator::Now() + (i < m_itemsPerLoop ? conn.step : Time(0));
+        }
+        Pump(c, p);
+        return;
+    }
     while (s.launched < SendTotal(p) && s.launched - s.sent < m_depth &&
            s.recvd >= NeedRecv(p, s.launched))
     {
@@ -111,6 +145,59 @@ PipelineExecutor::Advance(uint32_t c, uint32_t p)
 }
 
 void
+PipelineExecutor::Pump(uint32_t c, uint32_t p)
+{
+    Pos& s = m_state[c][p];
+    const RingConn& conn = m_conns[c][p];
+    if (s.started == s.launched || s.started > s.sent || s.waking)
+    {
+        return; // nothing admitted, bytes of the item before still on the way, or a wake due
+    }
+    // Item i's bytes follow item i-1's on the wire: delivered at max(T + wire, D(i-1)) + bytes
+    // with T its latency end. Item i-1 in before T: it starts at T and pays the wire. Still
+    // arriving at T: it streams behind it, from max(D(i-1), T + wire), without the wire again.
+    const Time now = Simulator::Now();
+    const Time T = s.latencyEnd[s.started % conn.slots];
+    const bool follow = s.lastDelivered > T;
+    const Time at = follow ? Max(s.lastDelivered, T + conn.wire) : T;
+    if (at > now)
+    {
+        s.waking = true;
+        Simulator::Schedule(at - now, &PipelineExecutor::Wake, this, c, p);
+        return;
+    }
+    ++s.started;
+    ++transfers;
+    const uint32_t next = (p + 1) % N();
+    m_send(m_orders[c][p],
+           m_orders[c][next],
+           m_itemBytes,
+           c,
+           follow ? StepStart::Streamed : StepStart::Pipelined,
+           [this, c, p]() { Delivered(c, p); });
+}
+
+void
+PipelineExecutor::Wake(uint32_t c, uint32_t p)
+{
+    m_state[c][p].waking = false;
+    Pump(c, p);
+}
+
+void
+PipelineExecutor::Delivered(uint32_t c, uint32_t p)
+{
+    const uint32_t next = (p + 1) % N();
+    m_state[c][p].lastDelivered = Simulator::Now();
+    ++m_state[c][p].sent;
+    ++m_state[c][next].recvd;
+    Advance(c, next);
+    Advance(c, p);
+    CheckDone(c, next);
+    CheckDone(c, p);
+}
+
+void
 PipelineExecutor::CheckDone(uint32_t c, uint32_t p)
 {
     Pos& s = m_state[c][p];
@@ -129,7 +216,7 @@ PipelineExecutor::CheckDone(uint32_t c, uint32_t p)
 // ------------------------------------------------------------------ double binary tree
 
 TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                           uint32_t depth, bool streamed, SendFn send)
+                           uint32_t depth, bool streamed, SendFn send, ConnFn conn)
     : m_trees(std::move(trees)),
       m_chunks(chunks),
       m_chunkBytes(chunkBytes),
@@ -141,17 +228,116 @@ TreeExecutor::TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, d
     m_joined.assign(n, false);
     m_treesDone.assign(n, 0);
     m_state.resize(m_trees.size());
+    // Chunks in flight only where a Simple / LL128 connection sends one chunk at a time.
+    const bool slots = conn && !m_streamed && m_depth == 1;
+    auto init = [&conn](Slots& k, uint32_t from, uint32_t to) {
+        k.conn = conn(from, to);
+        if (k.conn.slots > 1)
+        {
+            k.latencyEnd.assign(k.conn.slots, Time(0));
+        }
+    };
     for (size_t t = 0; t < m_trees.size(); ++t)
     {
         m_state[t].resize(n);
         for (uint32_t r = 0; r < n; ++r)
         {
             Node& s = m_state[t][r];
-            s.upFromChild.assign(m_trees[t].children[r].size(), 0);
-            s.downLaunched.assign(m_trees[t].children[r].size(), 0);
-            s.downSent.assign(m_trees[t].children[r].size(), 0);
+            const auto& kids = m_trees[t].children[r];
+            s.upFromChild.assign(kids.size(), 0);
+            s.downLaunched.assign(kids.size(), 0);
+            s.downSent.assign(kids.size(), 0);
+            s.down.resize(kids.size());
+            if (!slots)
+            {
+                continue;
+            }
+            if (m_trees[t].parent[r] >= 0)
+            {
+                init(s.up, r, static_cast<uint32_t>(m_trees[t].parent[r]));
+            }
+            for (size_t i = 0; i < kids.size(); ++i)
+            {
+                init(s.down[i], r, kids[i]);
+            }
         }
     }
+}
+
+TreeExecutor::Slots&
+TreeExecutor::ConnSlots(uint32_t t, uint32_t r, int32_t kid)
+{
+    Node& s = m_state[t][r];
+    return kid < 0 ? s.up : s.down[kid];
+}
+
+void
+TreeExecutor::Pump(uint32_t t, uint32_t r, int32_t kid)
+{
+    // As PipelineExecutor::Pump: chunk i's bytes follow chunk i-1's on the wire, delivered at
+    // max(T + wire, D(i-1)) + bytes with T its latency end.
+    Node& s = m_state[t][r];
+    Slots& k = ConnSlots(t, r, kid);
+    const uint32_t launched = kid < 0 ? s.upLaunched : s.downLaunched[kid];
+    const uint32_t sent = kid < 0 ? s.upSent : s.downSent[kid];
+    if (k.started == launched || k.started > sent || k.waking)
+    {
+        return;
+    }
+    const Time now = Simulator::Now();
+    const Time T = k.latencyEnd[k.started % k.conn.slots];
+    const bool follow = k.lastDelivered > T;
+    const Time at = follow ? Max(k.lastDelivered, T + k.conn.wire) : T;
+    if (at > now)
+    {
+        k.waking = true;
+        Simulator::Schedule(at - now, &TreeExecutor::Wake, this, t, r, kid);
+        return;
+    }
+    ++k.started;
+    ++transfers;
+    const StepStart start = follow ? StepStart::Streamed : StepStart::Pipelined;
+    if (kid < 0)
+    {
+        const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+        m_send(r, p, m_chunkBytes, 2 * t, start, [this, t, r]() { UpDelivered(t, r); });
+        return;
+    }
+    const uint32_t child = m_trees[t].children[r][kid];
+    const uint64_t key = (uint64_t(t) << 48) | (uint64_t(kid) << 32) | r;
+    m_send(r, child, m_chunkBytes, 2 * t + 1, start, [this, key]() {
+        DownDelivered(key >> 48, key & 0xffffffff, (key >> 32) & 0xffff);
+    });
+}
+
+void
+TreeExecutor::Wake(uint32_t t, uint32_t r, int32_t kid)
+{
+    ConnSlots(t, r, kid).waking = false;
+    Pump(t, r, kid);
+}
+
+void
+TreeExecutor::UpDelivered(uint32_t t, uint32_t r)
+{
+    const uint32_t p = static_cast<uint32_t>(m_trees[t].parent[r]);
+    const size_t idx = ChildIndex(t, p, r);
+    m_state[t][r].up.lastDelivered = Simulator::Now();
+    ++m_state[t][r].upSent;
+    ++m_state[t][p].upFromChild[idx];
+    Advance(t, p);
+    Advance(t, r);
+}
+
+void
+TreeExecutor::DownDelivered(uint32_t t, uint32_t r, size_t i)
+{
+    const uint32_t child = m_trees[t].children[r][i];
+    m_state[t][r].down[i].lastDelivered = Simulator::Now();
+    ++m_state[t][r].downSent[i];
+    ++m_state[t][child].downRecvd;
+    Advance(t, child);
+    Advance(t, r);
 }
 
 void
@@ -193,7 +379,19 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     }
     Node& s = m_state[t][r];
     const int32_t parent = m_trees[t].parent[r];
-    if (parent >= 0)
+    const Time now = Simulator::Now();
+    if (parent >= 0 && s.up.conn.slots > 1)
+    {
+        // NCCL's sender posts a chunk once it is reduced and a slot is free; its step latency
+        // runs from then, alongside the chunks before it.
+        const uint32_t K = s.up.conn.slots;
+        while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < K)
+        {
+            s.up.latencyEnd[s.upLaunched++ % K] = now + s.up.conn.step;
+        }
+        Pump(t, r, -1);
+    }
+    else if (parent >= 0)
     {
         while (s.upLaunched < Reduced(t, r) && s.upLaunched - s.upSent < m_depth)
         {
@@ -215,6 +413,16 @@ TreeExecutor::Advance(uint32_t t, uint32_t r)
     const auto& kids = m_trees[t].children[r];
     for (size_t i = 0; i < kids.size(); ++i)
     {
+        if (s.down[i].conn.slots > 1)
+        {
+            const uint32_t K = s.down[i].conn.slots;
+            while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < K)
+            {
+                s.down[i].latencyEnd[s.downLaunched[i]++ % K] = now + s.down[i].conn.step;
+            }
+            Pump(t, r, static_cast<int32_t>(i));
+            continue;
+        }
         while (s.downLaunched[i] < Final(t, r) && s.downLaunched[i] - s.downSent[i] < m_depth)
         {
             const StepStart start =

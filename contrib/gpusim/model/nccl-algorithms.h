@@ -28,26 +28,46 @@ namespace ns3
 using SendFn = std::function<void(uint32_t from, uint32_t to, double bytes, uint64_t flowKey,
                                   StepStart start, std::function<void()> delivered)>;
 
+/// A ring connection (position p to p + 1 of one channel) that keeps several chunks in flight.
+struct RingConn
+{
+    uint32_t slots = 1; //!< chunks admitted and not yet delivered (1: one step at a time)
+    Time step;          //!< step latency of a first-loop item (the Fresh step delay)
+    Time wire;          //!< the route's wire latency (paid after the bytes unless streamed)
+};
+
 /// Ring (AllReduce, AllGather, ReduceScatter) and chain (Broadcast, Reduce) pipelines. Each
 /// channel has its own order of comm ranks; a position sends items to the next position.
 /// Ring: item i may be sent once items < i arrived from the previous position.
 /// Chain: position 0 is the source; others forward item i after receiving it.
 /// Ring items beyond the first `itemsPerLoop` stream behind the first loop (NCCL pipelines its
 /// loops slice by slice), so a ring pays each step's latency once, not once per loop.
+/// `conns` (ring, depth 1; per channel and position, may be empty): a connection with
+/// slots > 1 (between servers: NCCL's proxy keeps kNcclSteps chunks in flight) admits item i
+/// once it is ready and item i - slots was delivered, waits its step latency from admission,
+/// and then sends its bytes behind the item before it on the wire: item i is delivered at
+///     D(i) = max(A(i) + step + bytes + wire, D(i-1) + bytes)
+/// (A: admission; the second term streams it behind item i-1, StepStart::Streamed). With one
+/// slot this is the old D(i) = A(i) + step + bytes + wire, A(i) >= D(i-1).
 class PipelineExecutor : public CollectiveExecutor
 {
   public:
     PipelineExecutor(std::vector<std::vector<uint32_t>> orders, bool chain, uint32_t items,
-                     double itemBytes, uint32_t depth, uint32_t itemsPerLoop, SendFn send);
+                     double itemBytes, uint32_t depth, uint32_t itemsPerLoop, SendFn send,
+                     std::vector<std::vector<RingConn>> conns = {});
     void Join(uint32_t r) override;
 
   private:
     struct Pos
     {
-        uint32_t launched = 0;
-        uint32_t sent = 0;  //!< delivered sends
-        uint32_t recvd = 0; //!< delivered receives
+        uint32_t launched = 0; //!< items admitted (slots > 1) or sent
+        uint32_t started = 0;  //!< slots > 1: items whose bytes were started
+        uint32_t sent = 0;     //!< delivered sends
+        uint32_t recvd = 0;    //!< delivered receives
         bool done = false;
+        bool waking = false;              //!< slots > 1: a wake-up is scheduled
+        Time lastDelivered = Time(-1);    //!< slots > 1: delivery of the latest item
+        std::vector<Time> latencyEnd;     //!< slots > 1: by item % slots, admission + step
     };
 
     uint32_t N() const;
@@ -55,6 +75,10 @@ class PipelineExecutor : public CollectiveExecutor
     uint32_t RecvTotal(uint32_t p) const;
     uint32_t NeedRecv(uint32_t p, uint32_t i) const;
     void Advance(uint32_t c, uint32_t p);
+    /// slots > 1: starts the next admitted item's bytes when its latency and the wire allow.
+    void Pump(uint32_t c, uint32_t p);
+    void Wake(uint32_t c, uint32_t p);
+    void Delivered(uint32_t c, uint32_t p);
     void CheckDone(uint32_t c, uint32_t p);
 
     std::vector<std::vector<uint32_t>> m_orders;
@@ -68,19 +92,35 @@ class PipelineExecutor : public CollectiveExecutor
     std::vector<uint32_t> m_channelsDone;
     std::vector<std::vector<Pos>> m_state;
     std::vector<std::vector<uint32_t>> m_posOf;
+    std::vector<std::vector<RingConn>> m_conns;
 };
+
+/// The connection from node `from` to node `to` of a tree (slots, step and wire latency).
+using ConnFn = std::function<RingConn(uint32_t from, uint32_t to)>;
 
 /// Double binary tree AllReduce: each tree reduces its half of the data towards the root in
 /// pipelined chunks, then broadcasts it back down. `streamed` (LL): a connection's data flows
 /// line by line as its flags arrive, so only its first chunk waits the step and path latency.
+/// `conn` (not streamed, depth 1; may be empty): a connection with slots > 1 admits chunks as
+/// PipelineExecutor's RingConns do (step latency from admission, bytes behind the chunk
+/// before on the wire); others send one chunk at a time, each waiting its step latency.
 class TreeExecutor : public CollectiveExecutor
 {
   public:
     TreeExecutor(std::vector<CollectiveTree> trees, uint32_t chunks, double chunkBytes,
-                 uint32_t depth, bool streamed, SendFn send);
+                 uint32_t depth, bool streamed, SendFn send, ConnFn conn = nullptr);
     void Join(uint32_t r) override;
 
   private:
+    /// A connection with chunks in flight (slots > 1).
+    struct Slots
+    {
+        RingConn conn;
+        uint32_t started = 0;          //!< chunks whose bytes were started
+        bool waking = false;           //!< a wake-up is scheduled
+        Time lastDelivered = Time(-1); //!< delivery of the latest chunk
+        std::vector<Time> latencyEnd;  //!< by chunk % slots, admission + step
+    };
     struct Node
     {
         std::vector<uint32_t> upFromChild; //!< chunks received from each child
@@ -90,11 +130,19 @@ class TreeExecutor : public CollectiveExecutor
         std::vector<uint32_t> downLaunched;
         std::vector<uint32_t> downSent;
         bool done = false;
+        Slots up;                //!< to the parent, where slots > 1
+        std::vector<Slots> down; //!< to each child, where slots > 1
     };
 
     uint32_t Reduced(uint32_t t, uint32_t r) const;
     uint32_t Final(uint32_t t, uint32_t r) const;
     void Advance(uint32_t t, uint32_t r);
+    /// Slots of tree t's connection from r: up (kid < 0) or down to child `kid`.
+    Slots& ConnSlots(uint32_t t, uint32_t r, int32_t kid);
+    void Pump(uint32_t t, uint32_t r, int32_t kid);
+    void Wake(uint32_t t, uint32_t r, int32_t kid);
+    void UpDelivered(uint32_t t, uint32_t r);
+    void DownDelivered(uint32_t t, uint32_t r, size_t i);
     size_t ChildIndex(uint32_t t, uint32_t parent, uint32_t child) const;
     void CheckDone(uint32_t t, uint32_t r);
 

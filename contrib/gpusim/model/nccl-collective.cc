@@ -408,8 +408,25 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
         const bool streamed = plan.proto == "ll";
         const uint32_t chunks =
             streamed ? StreamedTreeChunks(perTree) : TreeChunks(perTree, plan.chunkBytes);
+        // Tree connections between servers are NCCL's proxy's too: TreeNetSlots chunks in
+        // flight (kNcclSteps, as NCCL). The tuner's tree estimate already charges the step
+        // latency once along the depth, not per chunk.
+        ConnFn conn;
+        if (m_world->TreeNetSlots() > 1)
+        {
+            conn = [this, plan](uint32_t from, uint32_t to) {
+                const uint32_t src = m_gpus[from];
+                const uint32_t dst = m_gpus[to];
+                const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
+                RingConn k;
+                k.slots = hop.inter ? m_world->TreeNetSlots() : 1;
+                k.step = StepDelay(plan, src, dst, false);
+                k.wire = NanoSeconds(std::llround(hop.wireUs * 1e3));
+                return k;
+            };
+        }
         return std::make_unique<TreeExecutor>(std::move(trees), chunks, perTree / chunks,
-                                              plan.pipelineDepth, streamed, send);
+                                              plan.pipelineDepth, streamed, send, conn);
     }
     if (op.coll == CollKind::AllToAll)
     {
@@ -448,7 +465,39 @@ Communicator::MakeExecutor(const Op& op, const CollectivePlan& plan, SentCounts*
     }
     return std::make_unique<PipelineExecutor>(std::move(orders), false,
                                               shape.loops * shape.steps, shape.itemBytes,
-                                              plan.pipelineDepth, shape.steps, send);
+                                              plan.pipelineDepth, shape.steps, send,
+                                              RingConns(plan));
+}
+
+std::vector<std::vector<RingConn>>
+Communicator::RingConns(const CollectivePlan& plan) const
+{
+    // A connection between servers is NCCL's proxy's: NCCL_STEPS chunks in flight
+    // (kNcclSteps) where RingNetSlots says so. Inside a server the GPU's warps post their own
+    // steps (prims_simple.h: waitPeer, copy/reduce, postPeer), one at a time, as NVLS's NVLink
+    // stages. With one slot everywhere the executor needs none of this.
+    if (m_world->RingNetSlots() == 1)
+    {
+        return {};
+    }
+    std::vector<std::vector<RingConn>> conns(plan.channels);
+    const uint32_t n = m_nranks;
+    for (uint32_t c = 0; c < plan.channels; ++c)
+    {
+        const std::vector<uint32_t> ring = RingOrder(c);
+        conns[c].resize(n);
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            const uint32_t src = m_gpus[ring[p]];
+            const uint32_t dst = m_gpus[ring[(p + 1) % n]];
+            const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
+            RingConn& k = conns[c][p];
+            k.slots = hop.inter ? m_world->RingNetSlots() : 1;
+            k.step = StepDelay(plan, src, dst, false);
+            k.wire = NanoSeconds(std::llround(hop.wireUs * 1e3));
+        }
+    }
+    return conns;
 }
 
 void
@@ -694,6 +743,36 @@ NcclWorld::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_pipelineDepth),
                           MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("RingNetSlots",
+                          "Chunks a ring connection between servers keeps in flight. NCCL's "
+                          "proxy keeps NCCL_STEPS = 8 (src/include/device.h; prims_simple.h, "
+                          "prims_ll*.h wait for a free slot of 8), so a ring's network step "
+                          "latency runs alongside earlier chunks and its bytes follow each "
+                          "other on the wire. 1 (default) sends one step at a time, each waiting "
+                          "the network step latency: with 8 the A100 calibration table's "
+                          "32-128 MiB sizes come out 22-41 % fast (doc/validation.md)",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&NcclWorld::m_ringNetSlots),
+                          MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("TreeNetSlots",
+                          "Chunks a Simple / LL128 tree connection between servers keeps in "
+                          "flight: NCCL_STEPS = 8 (default; as RingNetSlots), so a chunk's "
+                          "network step latency runs alongside the chunks before it. 1: one "
+                          "chunk at a time, each waiting the network step latency (the model "
+                          "before; the calibration tables do not tell them apart)",
+                          UintegerValue(kNcclSteps),
+                          MakeUintegerAccessor(&NcclWorld::m_treeNetSlots),
+                          MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("TreesOnAllNics",
+                          "Trees (Channels 0): a mirrored pair of trees per ring channel, i.e. "
+                          "per NIC, as NCCL runs the mirrored tree on its duplicated channels "
+                          "(src/graph/connect.cc). false (default): one tree per ring channel, "
+                          "pairs led by every other GPU, so half the NICs carry no tree "
+                          "traffic; true makes the tuner take the tree on 2 x A100 from 64 MiB, "
+                          "where the NCCL 2.12 calibration table ran rings (doc/validation.md)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&NcclWorld::m_treesOnAllNics),
+                          MakeBooleanChecker())
             .AddAttribute("Pxn",
                           "Point-to-point traffic (AllToAll, Send/Recv) to a GPU of another "
                           "server crosses NVLink to the local GPU on the peer's rail and leaves "
@@ -883,6 +962,18 @@ bool
 NcclWorld::IsPxn() const
 {
     return m_pxn;
+}
+
+uint32_t
+NcclWorld::RingNetSlots() const
+{
+    return m_ringNetSlots;
+}
+
+uint32_t
+NcclWorld::TreeNetSlots() const
+{
+    return m_treeNetSlots;
 }
 
 const gpusim::NcclCalibration&

@@ -39,6 +39,7 @@ namespace ns3
 
 class NcclWorld;
 class CollectiveExecutor;
+struct RingConn;
 
 class FlowBackend;
 
@@ -323,6 +324,9 @@ class Communicator : public Object
     /// The step latency of an NVLS/NVLSTree transfer between two executor nodes (comm ranks
     /// or the switches above them): StepDelay of a fresh step.
     std::function<Time(uint32_t, uint32_t)> NvlsLatency(const CollectivePlan& plan) const;
+    /// Per channel and ring position, the connection to the next position: its slots, step
+    /// and wire latency (PipelineExecutor); empty where every connection has one slot.
+    std::vector<std::vector<RingConn>> RingConns(const CollectivePlan& plan) const;
     /// Collective fidelity: comm rank r's executor join (after the base latency).
     void ExecJoin(uint64_t seq, uint32_t commRank);
     /// Collective fidelity: picks how instance `seq` runs (see MemoEntry::State).
@@ -453,6 +457,12 @@ class NcclWorld : public Object
     bool IsRingFlows() const;
     /// Pxn attribute: NCCL relays point-to-point traffic through the GPU on the peer's rail.
     bool IsPxn() const;
+    /// Trees of a tree plan whose rings have `channels` channels (mirrored pairs).
+    uint32_t TreeChannels(uint32_t channels) const;
+    /// Chunks a ring connection between servers keeps in flight (RingNetSlots).
+    uint32_t RingNetSlots() const;
+    /// Chunks a Simple / LL128 tree connection between servers keeps in flight (TreeNetSlots).
+    uint32_t TreeNetSlots() const;
     /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
     uint32_t GetNvlsTrialLoops() const;
     const FidelityStats& GetFidelityStats() const;
@@ -523,6 +533,9 @@ class NcclWorld : public Object
     uint32_t m_channels;      //!< 0 = one per member GPU of a server across servers, else 1
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
+    uint32_t m_ringNetSlots;
+    uint32_t m_treeNetSlots;
+    bool m_treesOnAllNics;
     bool m_pxn;
     std::string m_fidelity;              //!< chunk | collective | auto
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span

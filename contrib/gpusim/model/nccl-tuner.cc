@@ -76,6 +76,9 @@ struct NcclWorld::LinkLoads
     double depthInter = 0;     //!< of which steps wait on a connection between servers
     double maxWireUs = 0;      //!< longest route latency among the transfers between servers
     double maxWireIntraUs = 0; //!< among those inside a server (NVLink, NVSwitch)
+    /// Ring with chunks in flight: network steps one connection waits one after another for
+    /// its slots (the path then takes one step inside a server); 0 where none.
+    double slotSteps = 0;
 };
 
 /// One candidate of the tuner.
@@ -316,12 +319,58 @@ AddTreeLoads(LoadBuilder& lb, const Communicator& comm, double S, uint32_t C, do
     depthInter *= 2;
 }
 
+/// Ring steps that wait on a connection between servers: a ring connection between servers
+/// that keeps `slots` > 1 chunks in flight (RingNetSlots; PipelineExecutor with RingConns) no
+/// longer gates every step; the latency path is the data's, `depth` consecutive ring hops,
+/// and its heaviest window holds the most hops between servers. (A connection's own items
+/// still wait for a free slot: AddRingLoads' slotSteps.)
+double
+RingInterSteps(const LoadBuilder& lb, const Communicator& comm, uint32_t C, double depth)
+{
+    const uint32_t n = comm.GetNRanks();
+    const uint32_t hops = static_cast<uint32_t>(depth);
+    uint32_t most = 0;
+    for (uint32_t c = 0; c < C; ++c)
+    {
+        const std::vector<uint32_t> ring = comm.RingOrder(c);
+        std::vector<uint32_t> cross(n);
+        for (uint32_t p = 0; p < n; ++p)
+        {
+            cross[p] = lb.Crosses(ring[p], ring[(p + 1) % n]) ? 1 : 0;
+        }
+        // Crossings among hops k, k+1, ..., k+hops-1 (around the ring), for every start k.
+        const uint32_t full = hops / n;
+        uint32_t perLap = 0;
+        for (uint32_t v : cross)
+        {
+            perLap += v;
+        }
+        const uint32_t rest = hops % n;
+        uint32_t window = 0;
+        for (uint32_t q = 0; q < rest; ++q)
+        {
+            window += cross[q];
+        }
+        uint32_t best = window;
+        for (uint32_t k = 1; k < n && rest > 0; ++k)
+        {
+            window += cross[(k + rest - 1) % n];
+            window -= cross[k - 1];
+            best = std::max(best, window);
+        }
+        most = std::max(most, full * perLap + best);
+    }
+    return std::min<double>(most, depth);
+}
+
 /// Rings and chains (every hop of every channel carries its share), all-to-all pairs and P2P.
-/// Every step waits for every connection's previous step (FIFO connections in lock step): one
-/// connection between servers gates them all.
+/// A chain's step waits for its connection's previous step (FIFO connections in lock step):
+/// one connection between servers gates them all. A ring's connections between servers keep
+/// chunks in flight (RingInterSteps).
 void
 AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std::string& algo,
-             double S, uint32_t C, double& depth, double& depthInter)
+             double S, uint32_t C, uint32_t slots, double& depth, double& depthInter,
+             double& slotSteps)
 {
     const uint32_t n = comm.GetNRanks();
     if (algo == "direct")
@@ -369,6 +418,13 @@ AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std
                 lb.Add(ring[p], ring[(p + 1) % n], c, perHop);
             }
         }
+        if (algo == "ring" && lb.anyInter && slots > 1)
+        {
+            depthInter = RingInterSteps(lb, comm, C, depth);
+            // Items 0, K, 2K, ... of one connection wait for each other's slot.
+            slotSteps = std::ceil(depth / slots);
+            return;
+        }
     }
     depthInter = lb.anyInter ? depth : 0;
 }
@@ -395,7 +451,8 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
     }
     else
     {
-        AddRingLoads(lb, comm, kind, algo, S, C, L.depth, L.depthInter);
+        AddRingLoads(lb, comm, kind, algo, S, C, RingNetSlots(), L.depth, L.depthInter,
+                     L.slotSteps);
     }
 }
 
@@ -451,7 +508,11 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     const double intraUs = stepUs(costs.stepLatency, L.maxWireIntraUs);
     const double interUs = stepUs(costs.stepLatencyInter, L.maxWireUs);
     const double baseUs = costs.baseLatency.GetNanoSeconds() / 1e3;
-    const double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
+    double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
+    if (L.slotSteps > 0)
+    {
+        latencyUs = std::max(latencyUs, L.slotSteps * interUs + intraUs);
+    }
     if (algo == "nvls" || algo == "nvlstree")
     {
         // Loops stream through the stages. Each loop's reduce waits its step latency on the
@@ -551,6 +612,24 @@ NcclWorld::CandidateAlgorithms(CollKind kind, const Communicator& comm) const
     return algos;
 }
 
+uint32_t
+NcclWorld::TreeChannels(uint32_t channels) const
+{
+    // NCCL duplicates its channels and runs the double binary tree's mirror on the copy: graph
+    // channel c (one NIC, its chain inside the server) carries tree 0 and channel c +
+    // nChannels tree 1 (NCCL 2.29.2 src/graph/connect.cc:69-72 copies the channels,
+    // :147-163 sets t0 on channel0 and t1 on channel1 = channel0 + nChannels; :452 doubles
+    // nChannels), and the tree graph has as many channels as the ring graph
+    // (src/init.cc:1068-1069). So with TreesOnAllNics a mirrored pair per ring channel (per
+    // NIC). Otherwise, and with forced Channels, the ring's channels are the trees
+    // themselves, rounded up to pairs: half the NICs lead none.
+    if (m_treesOnAllNics && m_channels == 0)
+    {
+        return 2 * channels;
+    }
+    return channels + channels % 2;
+}
+
 CollectivePlan
 NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
 {
@@ -600,9 +679,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     {
         const bool nvls = a == "nvls" || a == "nvlstree";
         uint32_t ch = a == "tree" || a == "ring" || a == "chain" ? plan.channels : 1;
-        if (a == "tree" && ch % 2 == 1)
+        if (a == "tree")
         {
-            ++ch; // trees come in mirrored pairs
+            ch = TreeChannels(plan.channels);
         }
         for (const auto& p : protos)
         {
@@ -620,9 +699,9 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
             }
         }
     }
-    if (plan.algo == "tree" && plan.channels % 2 == 1)
+    if (plan.algo == "tree")
     {
-        plan.channels += 1; // trees come in mirrored pairs
+        plan.channels = TreeChannels(plan.channels);
     }
     FillCosts(plan.algo, plan.proto, plan);
     plan.bwFactor = best.bwFactor;

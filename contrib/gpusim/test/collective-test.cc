@@ -498,8 +498,9 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
     // Across S servers the tree is 2 x (7 NVLink + log2 S network) steps, NVLSTree's the 4
     // NVLS stages + 2 log2 S network steps. A ring across servers pays the network step on all
     // 2(n-1) steps: its crossing connection carries every step after the last (one transfer
-    // in flight per connection), where NCCL's estimate counts 2(S-1) network steps only
-    // (doc/validation.md, "What still differs").
+    // in flight per connection, RingNetSlots' default), where NCCL's estimate counts 2(S-1)
+    // network steps only (doc/validation.md, "What still differs";
+    // RingConnectionsBetweenServersKeepChunksInFlight runs NCCL's 8).
     struct Case
     {
         uint32_t servers;
@@ -533,6 +534,90 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
             << c.servers << " servers " << c.algo << "/" << c.proto;
         Simulator::Destroy();
     }
+}
+
+TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
+{
+    // 8-byte ring AllReduce on 2 x dgx-h100 (16 ranks, 30 steps; each channel's ring crosses
+    // between the servers twice). NCCL keeps NCCL_STEPS = 8 chunks in flight per network
+    // connection (src/include/device.h, prims_ll.h / prims_simple.h wait for a free slot of
+    // 8), so a step's network latency runs alongside the steps before it (RingNetSlots 8):
+    // the time is the data's path, 30 consecutive ring hops of which at most 4 cross
+    // servers: base + 26 NVLink + 4 network steps (the constants of
+    // SmallSizesPayNcclsLatencyConstants). One step at a time (RingNetSlots 1, the default),
+    // the crossing connection pays its network step on all 30 steps. With 2 slots its steps
+    // 0, 2, ..., 28 wait for each other's slot (15 network steps), then one NVLink step.
+    struct Case
+    {
+        uint32_t slots;
+        const char* proto;
+        double us;
+    };
+    const Case cases[] = {
+        {1, "ll", 6.6 + 30 * 2.7},
+        {8, "ll", 6.6 + 26 * 0.6 + 4 * 2.7},
+        {8, "ll128", 14.0 + 26 * 1.9 + 4 * 4.0},
+        {8, "simple", 8.4 + 26 * 3.4 + 4 * 14.0},
+        {2, "ll", 6.6 + 15 * 2.7 + 0.6},
+    };
+    for (const Case& c : cases)
+    {
+        Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(c.slots));
+        const CollectiveRecord r = RunRecord(Preset("dgx-h100", 2), 8, 0, "ring", c.proto);
+        EXPECT_NEAR(DurationUs(r), c.us, 0.02) << c.slots << " slots, ring/" << c.proto;
+        // The tuner's estimate follows the executor: the data's path, or the slots' wait.
+        EXPECT_NEAR(r.plan.estimateUs, c.us, 0.1) << c.slots << " slots, ring/" << c.proto;
+        Simulator::Destroy();
+    }
+    Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
+}
+
+TEST_F(Collectives, TreeConnectionsBetweenServersKeepChunksInFlight)
+{
+    // Forced tree/Simple AllReduce of 64 MiB on 2 servers of one GPU and one 400 Gb/s NIC:
+    // two trees (a mirrored pair), 32 MiB each in 128 chunks of 256 KiB; each NIC direction
+    // carries one tree's reduce and the other's broadcast, 64 MiB at 47 GB/s (the preset's NIC
+    // efficiency): 1,427.9 us, plus the 8.4 us launch. With NCCL's 8 chunks in flight per
+    // connection (TreeNetSlots 8, the default; src/include/device.h NCCL_STEPS) a chunk's
+    // 12 us network step (14 us hwLat less the 2 us wire) runs alongside the chunks before
+    // it: within 10 % of that bound (the broadcast starts a chunk behind the reduce). One
+    // chunk at a time, every chunk pays it on the path: more than 128 x 12 us on top.
+    auto spec = Preset("dgx-h100", 2);
+    spec.gpusPerServer = 1;
+    spec.nicsPerServer = 1;
+    const double bound = 8.4 + (64 << 20) / 47e3;
+    const CollectiveRecord eight = RunRecord(spec, 64 << 20, 0, "tree", "simple");
+    EXPECT_GT(DurationUs(eight), bound);
+    EXPECT_LT(DurationUs(eight), 1.1 * bound);
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(1));
+    const CollectiveRecord one = RunRecord(spec, 64 << 20, 0, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(8));
+    EXPECT_GT(DurationUs(one), bound + 128 * 12.0);
+}
+
+TEST_F(Collectives, TreesOnAllNicsHalveTheBytesPerNic)
+{
+    // Forced tree AllReduce of 1 GiB on 2 servers of 2 GPUs and 2 x 400 Gb/s NICs, ideal wire
+    // (efficiency 1: 50 GB/s per NIC, no latencies). Over 2 servers each tree of a mirrored
+    // pair sends its S/C up one way and down the other, so a pair's leader NIC carries 2 S/C
+    // per direction. One tree per ring channel (C = 2, the default): one pair, led by GPU 0:
+    // NIC 0 carries S, NIC 1 nothing: S / 50 GB/s = 21,475 us. A pair per NIC (C = 4,
+    // TreesOnAllNics; NCCL runs the mirrored tree on its duplicated channels,
+    // src/graph/connect.cc): S/2 on each NIC, 10,737 us. NVLink (450 GB/s) carries about S per
+    // GPU. The rest is the pipeline fill of 128 chunks per tree (1-3 %).
+    auto spec = Preset("dgx-h100", 2);
+    spec.gpusPerServer = 2;
+    spec.nicsPerServer = 2;
+    const double S = 1u << 30;
+    const CollectiveRecord half = RunRecord(spec, 1u << 30, 1, "tree", "simple");
+    EXPECT_EQ(half.plan.channels, 2u);
+    EXPECT_NEAR(DurationUs(half), S / 50e3, 0.02 * S / 50e3);
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(true));
+    const CollectiveRecord all = RunRecord(spec, 1u << 30, 1, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(false));
+    EXPECT_EQ(all.plan.channels, 4u);
+    EXPECT_NEAR(DurationUs(all), S / 100e3, 0.03 * S / 100e3);
+    EXPECT_LT(DurationUs(all), 0.52 * DurationUs(half));
 }
 
 TEST_F(Collectives, LlTreeStreamsThroughItsDepth)

@@ -23,6 +23,7 @@
 //  * Times are End - FirstJoin of the collective record: every rank joins at the same instant.
 #include "flow-test-topology.h"
 #include "ns3/cluster-spec.h"
+#include "ns3/config.h"
 #include "ns3/double.h"
 #include "ns3/flow-backend.h"
 #include "ns3/gpu-cluster-helper.h"
@@ -31,6 +32,7 @@
 #include "ns3/nccl-algorithms.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
@@ -248,17 +250,31 @@ TEST_F(NcclModel, LargeTreeAllReducePipelines256KiBChunks)
     //   cycle 129:      the last down chunk alone:                       step + d + 4 us
     //   T = 8000 + 129 x 7000 + 2 x 22075 + 127 x 44151 = 6562327 ns
     // (256 chunk-drains at full rate per link: the pipeline keeps both links busy except for
-    // the 129 latency gaps).
+    // the 129 latency gaps). That is one chunk at a time per connection (TreeNetSlots 1).
+    // With NCCL's 8 chunks in flight (TreeNetSlots 8, the default since the trees' chunks in
+    // flight) a chunk's step latency runs from its admission, alongside the chunks before it,
+    // and its bytes follow the chunk before on the wire without a second path latency: only
+    // the first cycle's gap remains, 128 x 7000 ns less:
+    //   T = 8000 + 1 x 7000 + 2 x 22075 + 127 x 44151 = 5666327 ns
     const Proto& p = kSimple;
     const double chunk = 256.0 * 1024;
     const double formula = p.baseNs + 129 * (p.stepNs + kPathNs) + 2 * DrainNs(chunk, p) +
                            127 * DrainNs(chunk, p, 0.5);
     EXPECT_NEAR(formula, 6562327, 0.5);
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(1));
     const CollectiveRecord r = RunOne(CollKind::AllReduce, 64ull << 20, 2, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreeNetSlots", UintegerValue(8));
     EXPECT_EQ(r.plan.algo, "tree");
     EXPECT_EQ(r.plan.channels, 2u);
     EXPECT_EQ(r.transfers, 2u * 128 * 2); // 2 trees x 128 chunks x (up + down)
     EXPECT_NEAR(DurationNs(r), 6562327, 5);
+    Simulator::Destroy();
+    const double inFlight = p.baseNs + (p.stepNs + kPathNs) + 2 * DrainNs(chunk, p) +
+                            127 * DrainNs(chunk, p, 0.5);
+    EXPECT_NEAR(inFlight, 5666327, 0.5);
+    const CollectiveRecord k = RunOne(CollKind::AllReduce, 64ull << 20, 2, "tree", "simple");
+    EXPECT_EQ(k.transfers, 2u * 128 * 2);
+    EXPECT_NEAR(DurationNs(k), 5666327, 5);
 }
 
 TEST_F(NcclModel, ChainBroadcastAndReducePipelineThroughTheChain)

@@ -46,7 +46,8 @@ namespace gpusim
 const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "efficiency", "backend",
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us", "fidelity", "transport", "pfc",
-                                            "rdma-reorder", "flowlet-gap-us"};
+                                            "rdma-reorder", "flowlet-gap-us", "ring-net-slots",
+                                            "tree-net-slots", "trees-on-all-nics"};
 
 std::string
 DistributedLine(Ptr<NetworkBackend> backend)
@@ -270,6 +271,33 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
     // the model picks the exact shortcut per collective (NcclWorld Fidelity=auto).
     h.SetNcclAttribute("Fidelity", StringValue(fidelity == "flows" ? "collective" : fidelity));
     h.SetNcclAttribute("RingFlows", BooleanValue(fidelity == "flows"));
+    if (o.Has("ring-net-slots"))
+    {
+        const uint32_t slots = o.Count("ring-net-slots", 1);
+        if (slots < 1 || slots > 64)
+        {
+            throw UsageError("--ring-net-slots must be 1 to 64");
+        }
+        h.SetNcclAttribute("RingNetSlots", UintegerValue(slots));
+    }
+    if (o.Has("tree-net-slots"))
+    {
+        const uint32_t slots = o.Count("tree-net-slots", 1);
+        if (slots < 1 || slots > 64)
+        {
+            throw UsageError("--tree-net-slots must be 1 to 64");
+        }
+        h.SetNcclAttribute("TreeNetSlots", UintegerValue(slots));
+    }
+    if (o.Has("trees-on-all-nics"))
+    {
+        const std::string v = o.Get("trees-on-all-nics", "");
+        if (v != "true" && v != "false")
+        {
+            throw UsageError("--trees-on-all-nics must be true or false");
+        }
+        h.SetNcclAttribute("TreesOnAllNics", BooleanValue(v == "true"));
+    }
     if (o.Has("chunk-bytes"))
     {
         h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
@@ -340,6 +368,13 @@ PrintCollectiveUsage(std::ostream& os)
           "                        adaptive merges the spines)\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
+          "  --ring-net-slots K    chunks a ring connection between servers keeps in\n"
+          "                        flight (NCCL: 8; default 1, doc/validation.md)\n"
+          "  --tree-net-slots K    the same for Simple / LL128 tree connections\n"
+          "                        (default 8)\n"
+          "  --trees-on-all-nics true|false   a mirrored pair of trees per NIC (NCCL's\n"
+          "                        duplicated channels); default false: a tree per NIC,\n"
+          "                        pairs on every other NIC (doc/validation.md)\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
           "                        the shortcut that is exact for it (ring as edge flows,\n"
           "                        NVLS/NVLSTree by one rail, repeats replayed; flow\n"
