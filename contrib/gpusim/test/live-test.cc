@@ -279,8 +279,10 @@ TEST(Live, AllReduceLoopMatchesCollectiveSweep)
             // Measured host time adds the program's own (small) work between calls, and the
             // last poll of an iteration lands up to one poll late: a poll's measured CPU time
             // grows when a loaded `ctest -j2` switches the process out (2.5 % seen quiet at
-            // 1 MiB, over 5 % once under load).
-            const double above = hostBound ? 0.10 : 0.08;
+            // 1 MiB, over 5 % once under load). Host-bound, the program's own instructions
+            // between its 8 launches are a larger share: 40.1 - 44.0 us for the table's 39.3
+            // on a quiet machine (three runs, 7 Dec 2026), 44.6 us once in CI.
+            const double above = hostBound ? 0.16 : 0.08;
             for (double got : {a[i].hostUs, a[i].eventUs})
             {
                 EXPECT_GE(got, 0.97 * expect) << live.out;
