@@ -78,6 +78,7 @@ class PipelineExecutor : public CollectiveExecutor
     /// slots > 1: starts the next admitted item's bytes when its latency and the wire allow.
     void Pump(uint32_t c, uint32_t p);
     void Wake(uint32_t c, uint32_t p);
+    /// An item of (c, p) arrived at the next position, one step at a time or with slots.
     void Delivered(uint32_t c, uint32_t p);
     void CheckDone(uint32_t c, uint32_t p);
 
