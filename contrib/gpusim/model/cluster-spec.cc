@@ -43,6 +43,26 @@ constexpr double kNetHopUs = 0.5;
  * Simple step latency over NVLink (ring hwLat, 3.4 us); the launch latency is the rest:
  * 25 - 4 x 3.4 = 11.4 us, so one loop costs NCCL's 25 us in all.
  */
+/// NCCL 2.26.2's network step latencies (hwLat[NCCL_HW_NET], tuning.cc), quoted above.
+constexpr double kNcclNetHopUs[kNcclAlgos][kNcclProtos] = {
+    {5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}, {0, 0, 18.0}, {0, 0, 14.0}};
+
+/*
+ * AWS EFA through the aws-ofi-nccl plugin (github.com/aws/aws-ofi-nccl at 2daf7d30):
+ *  - a network step costs what the plugin's own NCCL tuner charges on P5 and P5e: net_lat
+ *    20 us ("2 nodes, 8B RDMA w/imm lat", src/tuner/nccl_ofi_model.cpp) for every algorithm
+ *    and protocol, plus TUNER_NET_COMP_OVERHEAD 3 us for Simple ("~2 usec cost in the device
+ *    and ~1 usec cost to write that completion up to the host stack", nccl_ofi_param.h; the
+ *    model file adds it for Simple only, where the proxy handles the completion);
+ *  - the plugin reports a port latency of 75 us to NCCL on p4d, p4de and p5
+ *    (src/platform-aws.cpp), which NCCL's tuner adds to each network step when it selects
+ *    the algorithm and protocol (NcclCalibration::netSelectionUs).
+ * The plugin's tuner has no figures for p4d/p4de (EFA's first generation); they get P5's.
+ */
+constexpr double kEfaStepUs = 20.0;
+constexpr double kEfaSimpleCompletionUs = 3.0;
+constexpr double kEfaReportedLatencyUs = 75.0;
+
 NcclCalibration
 NcclTuningConstants(const std::string& name)
 {
@@ -55,8 +75,6 @@ NcclTuningConstants(const std::string& name)
         {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, nvlsLaunchUs}, {0, 0, nvlsLaunchUs}};
     const double nvlink[kNcclAlgos][kNcclProtos] = {
         {0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, nvlsStageUs}, {0, 0, nvlsStageUs}};
-    const double net[kNcclAlgos][kNcclProtos] = {
-        {5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}, {0, 0, 18.0}, {0, 0, 14.0}};
     const double factor[kNcclAlgos][kNcclProtos] = {{0.92 / 3.8, 0.92 * 120.0 / 128, 0.92},
                                                     {0.5, 0.92, 1.0},
                                                     {1.0, 1.0, 1.0},
@@ -67,7 +85,7 @@ NcclTuningConstants(const std::string& name)
         {
             c.baseUs[a][p] = base[a][p];
             c.hopUs[int(NcclHop::Intra)][a][p] = nvlink[a][p];
-            c.hopUs[int(NcclHop::Inter)][a][p] = net[a][p];
+            c.hopUs[int(NcclHop::Inter)][a][p] = kNcclNetHopUs[a][p];
             c.protoFactor[a][p] = factor[a][p];
         }
     }
@@ -174,13 +192,51 @@ LookupClusterPreset(const std::string& name, ClusterSpec& out)
         out = s;
         return true;
     }
+    if (name == "aws-p5")
+    {
+        // p5.48xlarge: 8 x H100 SXM on NVSwitch (the HGX board of dgx-h100), 32 x 100 Gb/s EFA
+        // NICs, four behind each GPU's PCIe switch: one 400 Gb/s NIC per GPU here, the same
+        // bandwidth per GPU (AWS EC2 P5 instance page). EFA's SRD sprays each flow's packets
+        // over many paths, which the fabric's adaptive routing stands for.
+        LookupClusterPreset("dgx-h100", out);
+        out.preset = name;
+        out.nccl.name = name;
+        UseNicStack(out, "efa");
+        return true;
+    }
     return false;
 }
 
 std::string
 KnownClusterPresets()
 {
-    return "dgx-h100, dgx-h200, dgx-a100";
+    return "dgx-h100, dgx-h200, dgx-a100, aws-p5";
+}
+
+void
+UseNicStack(ClusterSpec& spec, const std::string& stack)
+{
+    if (stack != "verbs" && stack != "efa")
+    {
+        throw std::invalid_argument("unknown NIC stack '" + stack + "' (verbs, efa)");
+    }
+    spec.nicStack = stack;
+    const bool efa = stack == "efa";
+    for (int a = 0; a < kNcclAlgos; ++a)
+    {
+        for (int p = 0; p < kNcclProtos; ++p)
+        {
+            // Only where NCCL has a network step (NVLS and NVLSTree run Simple alone).
+            if (kNcclNetHopUs[a][p] > 0)
+            {
+                spec.nccl.hopUs[int(NcclHop::Inter)][a][p] =
+                    efa ? kEfaStepUs +
+                              (p == int(NcclProto::Simple) ? kEfaSimpleCompletionUs : 0.0)
+                        : kNcclNetHopUs[a][p];
+            }
+        }
+    }
+    spec.nccl.netSelectionUs = efa ? kEfaReportedLatencyUs : 0.0;
 }
 
 void
@@ -323,6 +379,17 @@ class SpecReader : public YamlFieldReader
             {"oversubscription", [&](auto& v, auto& k) { spec.oversubscription = Number(v, k); }},
             {"nicsperleaf", [&](auto& v, auto& k) { spec.nicsPerLeaf = Unsigned(v, k); }},
             {"routing", [&](auto& v, auto& k) { spec.routing = Scalar(v, k); }},
+            {"nicstack",
+             [&](auto& v, auto& k) {
+                 try
+                 {
+                     UseNicStack(spec, Scalar(v, k));
+                 }
+                 catch (const std::invalid_argument& e)
+                 {
+                     Fail(v.Mark(), "key '" + k + "': " + e.what());
+                 }
+             }},
             {"mergeadaptivespines",
              [&](auto& v, auto& k) { spec.mergeAdaptiveSpines = Boolean(v, k); }},
             {"linklatencyus", [&](auto& v, auto& k) { spec.linkLatencyUs = Number(v, k); }},
@@ -358,7 +425,7 @@ class SpecReader : public YamlFieldReader
                 Fail(kv.first.Mark(),
                      "unknown key '" + key +
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
-                         "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, "
+                         "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, nicStack, "
                          "mergeAdaptiveSpines, linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
                          "nvlsEfficiency, faults, background)");
             }

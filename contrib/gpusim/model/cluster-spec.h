@@ -44,6 +44,10 @@ struct ClusterSpec
     /// routing); false builds the real spines, as the packet backend needs to route each
     /// packet over them (the CLI sets false for --backend packet).
     bool mergeAdaptiveSpines = true;
+    /// How NCCL reaches the network: "verbs" (its own InfiniBand/RoCE transport, whose step
+    /// latencies the presets carry) or "efa" (AWS EFA through the aws-ofi-nccl plugin;
+    /// UseNicStack sets its step costs into `nccl`).
+    std::string nicStack = "verbs";
     double linkLatencyUs = 1.0;  //!< per fabric/NIC hop (incl. GPU<->NIC) propagation+switching
     double nvlinkLatencyUs = 0.5; //!< per NVLink hop (GPU<->NVSwitch)
     /// The NCCL model's per-generation numbers (achievable link efficiencies, NVLS, protocol
@@ -74,11 +78,17 @@ struct ClusterSpec
     }
 };
 
-/// Built-in presets: "dgx-h100", "dgx-h200", "dgx-a100" (with their NCCL calibration). Returns
-/// false (out untouched) for other names.
+/// Built-in presets: "dgx-h100", "dgx-h200", "dgx-a100" (with their NCCL calibration) and
+/// "aws-p5" (dgx-h100's servers reaching the network through EFA). Returns false (out
+/// untouched) for other names.
 bool LookupClusterPreset(const std::string& name, ClusterSpec& out);
 /// Names accepted by LookupClusterPreset, comma separated.
 std::string KnownClusterPresets();
+
+/// Sets spec.nicStack and the network step costs of spec.nccl that go with it: "efa" takes
+/// the aws-ofi-nccl plugin's (cluster-spec.cc), "verbs" NCCL's own network constants.
+/// Throws std::invalid_argument naming the known stacks for any other name.
+void UseNicStack(ClusterSpec& spec, const std::string& stack);
 
 /// Reads a cluster spec from a YAML mapping. Keys are the ClusterSpec field names, in camelCase
 /// or snake_case (gpus_per_server, nic_gbps, ...), plus the scalar calibration fields

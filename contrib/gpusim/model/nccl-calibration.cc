@@ -96,6 +96,10 @@ ValidateNcclCalibration(const NcclCalibration& c)
             }
         }
     }
+    if (!(c.netSelectionUs >= 0) || !std::isfinite(c.netSelectionUs))
+    {
+        fail("netSelectionUs must be non-negative", c.netSelectionUs);
+    }
     for (double v : c.llMaxBusGBps)
     {
         if (!(v >= 0) || !std::isfinite(v))

@@ -76,6 +76,13 @@ struct NcclCalibration
         {{0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}},
         {{0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}, {0.6, 1.2, 3.0}}};
 
+    /// Latency the network plugin reports to NCCL (ncclNetProperties_t::latency, us). NCCL's
+    /// tuner adds it to every network step it charges, twice for Simple (NCCL 2.26.2
+    /// src/graph/tuning.cc:301-304, `graphs[a]->latencyInter` from src/graph/search.cc:616):
+    /// it biases the selection only, the steps themselves cost hopUs. NCCL's own IB/RoCE
+    /// transport reports 0 (src/transport/net_ib.cc: "props->latency = 0; // Not set").
+    double netSelectionUs = 0.0;
+
     /// true: hopUs is the whole fixed cost of a step, wire included (NCCL measured its hwLat
     /// end to end), so a step waits hopUs minus its route's wire latency before its bytes
     /// flow. false: hopUs is the sender's overhead alone and the wire latency comes on top.

@@ -503,6 +503,10 @@ class NcclWorld : public Object
     void FillCosts(const std::string& algo, const std::string& proto, CollectivePlan& plan) const;
     /// NCCL's NVLS/NVLSTree loop size for `bytes` on `servers` servers of `ppn` GPUs.
     uint32_t NvlsLoops(uint64_t bytes, uint32_t servers, uint32_t ppn) const;
+    /// What the network plugin's reported latency adds to a candidate when NCCL's tuner
+    /// compares them (NcclCalibration::netSelectionUs); the executed time does not include it.
+    double SelectionBiasUs(gpusim::CollKind kind, const std::string& algo,
+                           const std::string& proto, const Communicator& comm) const;
 
     struct PendingTransfer
     {

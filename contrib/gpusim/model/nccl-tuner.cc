@@ -553,6 +553,37 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     return e;
 }
 
+double
+NcclWorld::SelectionBiasUs(CollKind kind, const std::string& algo, const std::string& proto,
+                           const Communicator& comm) const
+{
+    // What NCCL's tuner adds for the latency a network plugin reports: on each network step
+    // it counts (NCCL 2.26.2 src/graph/tuning.cc:300-340), twice for Simple ("the flush extra
+    // latency"). The steps NCCL counts, not the executor's depth: ring AllReduce 2 (S - 1),
+    // other rings S - 1, tree and NVLSTree AllReduce 2 log2 S, NVLS one.
+    const double reported = m_efficiency > 0 ? 0.0 : Calibration().netSelectionUs;
+    const uint32_t servers = comm.NumServers();
+    if (reported <= 0 || servers <= 1)
+    {
+        return 0.0;
+    }
+    const double log2Servers = std::floor(std::log2(double(servers)));
+    double steps = 0;
+    if (algo == "ring")
+    {
+        steps = kind == CollKind::AllReduce ? 2.0 * (servers - 1) : servers - 1.0;
+    }
+    else if (algo == "tree" || algo == "nvlstree")
+    {
+        steps = 2.0 * log2Servers;
+    }
+    else if (algo == "nvls")
+    {
+        steps = 1;
+    }
+    return steps * reported * (proto == "simple" ? 2.0 : 1.0);
+}
+
 std::vector<std::string>
 NcclWorld::CandidateAlgorithms(CollKind kind, const Communicator& comm) const
 {
@@ -675,6 +706,7 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
                                     "' (auto, simple, ll128, ll)");
     }
     Estimate best;
+    double bestSelectUs = std::numeric_limits<double>::infinity();
     for (const auto& a : algos)
     {
         const bool nvls = a == "nvls" || a == "nvlstree";
@@ -690,9 +722,12 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
                 continue; // NVLS and NVLSTree run the Simple protocol only
             }
             const Estimate e = EstimateCandidate(kind, a, nvls ? "simple" : p, bytes, comm, ch);
-            NS_LOG_LOGIC(a << "/" << p << " " << bytes << " B: " << e.us << " us");
-            if (e.us < best.us)
+            const double selectUs = e.us + SelectionBiasUs(kind, a, nvls ? "simple" : p, comm);
+            NS_LOG_LOGIC(a << "/" << p << " " << bytes << " B: " << e.us << " us (selected on "
+                           << selectUs << ")");
+            if (selectUs < bestSelectUs)
             {
+                bestSelectUs = selectUs;
                 best = e;
                 plan.algo = a;
                 plan.proto = nvls ? "simple" : p;

@@ -418,6 +418,49 @@ YamlError(const std::string& text)
 
 } // namespace
 
+TEST(ClusterSpec, EfaStackTakesTheAwsPluginsNetworkSteps)
+{
+    // aws-ofi-nccl's P5 tuner model: 20 us a network step, 3 us more for Simple; its reported
+    // port latency of 75 us only biases NCCL's selection. NVLink steps stay NCCL's.
+    ClusterSpec p5;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("aws-p5", p5));
+    EXPECT_EQ(p5.nicStack, "efa");
+    EXPECT_EQ(p5.gpuModel, "h100-sxm");
+    using gpusim::NcclAlgo;
+    using gpusim::NcclHop;
+    using gpusim::NcclProto;
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Inter, NcclAlgo::Tree, NcclProto::LL), 20.0);
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Inter, NcclAlgo::Ring, NcclProto::LL128), 20.0);
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Inter, NcclAlgo::Ring, NcclProto::Simple), 23.0);
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Inter, NcclAlgo::NvlsTree, NcclProto::Simple), 23.0);
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Inter, NcclAlgo::NvlsTree, NcclProto::LL), 0.0);
+    EXPECT_DOUBLE_EQ(p5.nccl.HopUs(NcclHop::Intra, NcclAlgo::Ring, NcclProto::Simple), 3.4);
+    EXPECT_DOUBLE_EQ(p5.nccl.netSelectionUs, 75.0);
+
+    // Back to verbs: NCCL's own network constants and no reported latency.
+    ClusterSpec h100;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h100", h100));
+    gpusim::UseNicStack(p5, "verbs");
+    for (int a = 0; a < gpusim::kNcclAlgos; ++a)
+    {
+        for (int q = 0; q < gpusim::kNcclProtos; ++q)
+        {
+            EXPECT_DOUBLE_EQ(p5.nccl.hopUs[1][a][q], h100.nccl.hopUs[1][a][q]) << a << q;
+        }
+    }
+    EXPECT_DOUBLE_EQ(p5.nccl.netSelectionUs, 0.0);
+    EXPECT_THROW(gpusim::UseNicStack(p5, "roce"), std::invalid_argument);
+
+    const ClusterSpec yaml =
+        gpusim::ParseClusterSpecYaml("preset: dgx-a100\nnic_stack: efa\n", "inline");
+    EXPECT_EQ(yaml.nicStack, "efa");
+    EXPECT_DOUBLE_EQ(yaml.nccl.HopUs(NcclHop::Inter, NcclAlgo::Tree, NcclProto::Simple), 23.0);
+    EXPECT_NEAR(yaml.nccl.nvlinkEfficiency * 300, 235, 1e-9); // the preset's, untouched
+    const std::string e = YamlError("preset: dgx-h100\nnicStack: tcp\n");
+    EXPECT_NE(e.find("bad.yaml:2:"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown NIC stack 'tcp' (verbs, efa)"), std::string::npos) << e;
+}
+
 TEST(ClusterSpec, BadYamlNamesFileLineAndKey)
 {
     std::string e = YamlError("preset: dgx-h100\nservers: 4\nnic_speed: 100\n");

@@ -536,6 +536,58 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
     }
 }
 
+TEST_F(Collectives, EfaNetworkStepsPayTheAwsPluginsLatency)
+{
+    // 8-byte AllReduce on 2 x aws-p5, forced: the depths of SmallSizesPayNcclsLatencyConstants
+    // with aws-ofi-nccl's network step (20 us; 23 for Simple, its completion overhead) in
+    // place of NCCL's InfiniBand constants. One server has no network step: dgx-h100's time.
+    struct Case
+    {
+        uint32_t servers;
+        const char* algo;
+        const char* proto;
+        double us;
+    };
+    const Case cases[] = {
+        {1, "nvls", "simple", 11.4 + 4 * 3.4},
+        {1, "ring", "ll", 6.6 + 14 * 0.6},
+        {2, "tree", "ll", 6.8 + 2 * (7 * 0.6 + 20.0)},
+        {2, "tree", "ll128", 14.0 + 2 * (7 * 1.25 + 20.0)},
+        {2, "tree", "simple", 8.4 + 2 * (7 * 4.0 + 23.0)},
+        {2, "ring", "ll", 6.6 + 30 * 20.0},
+        {2, "ring", "simple", 8.4 + 30 * 23.0},
+        {2, "nvlstree", "simple", 11.4 + 4 * 3.4 + 2 * 23.0},
+    };
+    for (const Case& c : cases)
+    {
+        const CollectiveRecord r = RunRecord(Preset("aws-p5", c.servers), 8, 0, c.algo, c.proto);
+        EXPECT_EQ(r.plan.algo, c.algo);
+        EXPECT_NEAR(DurationUs(r), c.us, 0.02)
+            << c.servers << " servers " << c.algo << "/" << c.proto;
+        Simulator::Destroy();
+    }
+}
+
+TEST_F(Collectives, ReportedNetworkLatencyBiasesTheSelectionOnly)
+{
+    // The plugin's reported 75 us is added by NCCL's tuner to each network step it counts,
+    // twice for Simple: on 2 x aws-p5 a 16 MiB AllReduce's NVLSTree (2 network steps, Simple:
+    // +300 us) loses to tree/LL128 (2 steps: +150 us), which it beats without the bias. The
+    // plan's estimate is the candidate's own time: the same as when it is forced.
+    const gpusim::ClusterSpec p5 = Preset("aws-p5", 2);
+    gpusim::ClusterSpec unbiased = p5;
+    unbiased.nccl.netSelectionUs = 0;
+    const CollectiveRecord picked = RunRecord(p5, 16 << 20);
+    EXPECT_EQ(picked.plan.algo, "tree");
+    EXPECT_EQ(picked.plan.proto, "ll128");
+    EXPECT_EQ(RunRecord(unbiased, 16 << 20).plan.algo, "nvlstree");
+    const CollectiveRecord forced = RunRecord(p5, 16 << 20, 0, "tree", "ll128");
+    EXPECT_DOUBLE_EQ(picked.plan.estimateUs, forced.plan.estimateUs);
+    EXPECT_DOUBLE_EQ(DurationUs(picked), DurationUs(forced));
+    // One server: no network step, no bias (NVLS as on dgx-h100).
+    EXPECT_EQ(RunRecord(Preset("aws-p5", 1), 16 << 20).plan.algo, "nvls");
+}
+
 TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
 {
     // 8-byte ring AllReduce on 2 x dgx-h100 (16 ranks, 30 steps; each channel's ring crosses

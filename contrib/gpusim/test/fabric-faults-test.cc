@@ -467,6 +467,18 @@ TEST_F(FabricFaults, BadInputIsRejectedNamingTheItem)
     const gpusim::Options bad({"--link-rate", "leaf0-spine0=0%@1ms"}, gpusim::kClusterOptions, {});
     EXPECT_NE(message([&] { gpusim::SpecFromOptions(bad, 16); }).find("--link-rate"),
               std::string::npos);
+    // --nic-stack, like the other cluster options, overrides the preset.
+    const gpusim::Options efa({"--preset", "dgx-a100", "--nic-stack", "efa"},
+                              gpusim::kClusterOptions,
+                              {});
+    const gpusim::ClusterSpec onEfa = gpusim::SpecFromOptions(efa, 16);
+    EXPECT_EQ(onEfa.nicStack, "efa");
+    EXPECT_DOUBLE_EQ(onEfa.nccl.netSelectionUs, 75.0);
+    EXPECT_NE(gpusim::DescribeCluster(onEfa).find("200 Gb/s EFA NICs"), std::string::npos);
+    const gpusim::Options badStack({"--nic-stack", "ib"}, gpusim::kClusterOptions, {});
+    EXPECT_NE(message([&] { gpusim::SpecFromOptions(badStack, 16); })
+                  .find("--nic-stack: unknown NIC stack 'ib' (verbs, efa)"),
+              std::string::npos);
 }
 
 // No fault configured: nothing changes (the same delivery time to the nanosecond as the

@@ -246,7 +246,7 @@ const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
                                                "fabric", "oversubscription", "gpu",
                                                "link-down", "link-rate", "straggler",
-                                               "convergence", "routing"};
+                                               "convergence", "routing", "nic-stack"};
 
 ClusterSpec
 SpecFromOptions(const Options& o, uint32_t minGpus)
@@ -284,6 +284,17 @@ SpecFromOptions(const Options& o, uint32_t minGpus)
     spec.oversubscription = o.Number("oversubscription", spec.oversubscription);
     spec.gpuModel = o.Get("gpu", spec.gpuModel);
     spec.routing = o.Get("routing", spec.routing);
+    if (o.Has("nic-stack"))
+    {
+        try
+        {
+            UseNicStack(spec, o.Get("nic-stack", ""));
+        }
+        catch (const std::invalid_argument& e)
+        {
+            throw UsageError(std::string("--nic-stack: ") + e.what());
+        }
+    }
     // The packet backend routes each packet over the real spines; the flow backend models
     // adaptive routing by merging them (ClusterSpec::mergeAdaptiveSpines).
     spec.mergeAdaptiveSpines = o.Get("backend", "flow") != "packet";
@@ -349,7 +360,7 @@ DescribeCluster(const ClusterSpec& s)
     std::ostringstream os;
     os << s.servers << " server" << (s.servers == 1 ? "" : "s") << " x " << s.gpusPerServer
        << " GPUs (" << s.gpuModel << "), " << s.nicsPerServer << " x " << s.nicGbps
-       << " Gb/s NICs per server, NVLink " << s.nvlinkGBps << " GB/s, " << s.fabric << " fabric";
+       << " Gb/s " << (s.nicStack == "efa" ? "EFA " : "") << "NICs per server, NVLink " << s.nvlinkGBps << " GB/s, " << s.fabric << " fabric";
     if (s.oversubscription > 1)
     {
         os << " " << s.oversubscription << ":1 oversubscribed";

@@ -353,9 +353,11 @@ void
 PrintCollectiveUsage(std::ostream& os)
 {
     os << "usage: gpusim collective [options]\n"
-          "  --preset NAME         cluster preset (dgx-h100, dgx-h200, dgx-a100); default\n"
-          "                        dgx-h100\n"
+          "  --preset NAME         cluster preset (dgx-h100, dgx-h200, dgx-a100, aws-p5);\n"
+          "                        default dgx-h100\n"
           "  --cluster FILE        cluster spec in YAML (instead of --preset)\n"
+          "  --nic-stack verbs|efa how NCCL reaches the network: its own IB/RoCE transport\n"
+          "                        (dgx presets) or AWS EFA through aws-ofi-nccl (aws-p5)\n"
           "  --servers N --gpus-per-server G --nics-per-server K --nic-gbps X --nvlink-gbps Y\n"
           "  --fabric single-switch|leaf-spine|fat-tree|rail  --oversubscription R  --gpu MODEL\n"
           "  --link-down A-B@T[,up@T2]  --link-rate A-B=50%|100Gbps@T[,full@T2]  (A-B: a cable;\n"

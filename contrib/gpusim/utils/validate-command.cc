@@ -353,6 +353,11 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
             spec.nicsPerServer = g;
         }
     }
+    // AWS EFA (through the aws-ofi-nccl plugin) instead of NCCL's InfiniBand/RoCE transport.
+    if (std::regex_search(hardware, std::regex(R"(\bEFA\b)")))
+    {
+        UseNicStack(spec, "efa");
+    }
     ValidateClusterSpec(spec);
     return spec;
 }
@@ -458,7 +463,8 @@ ValidationMarkdown(const std::vector<ValidationTable>& tables, const std::string
         const std::string shape =
             std::to_string(t.spec.servers) + " x " +
             (t.spec.preset.empty() ? std::to_string(t.spec.gpusPerServer) + " GPUs (custom)"
-                                   : t.spec.preset);
+                                   : t.spec.preset) +
+            (t.spec.nicStack == "efa" && t.spec.preset != "aws-p5" ? " + EFA" : "");
         std::snprintf(buf, sizeof(buf), "| %s | %s | %zu | %.1f %% | %.1f %% |\n", t.id.c_str(),
                       shape.c_str(), t.rows.size(), t.MedianAbsError(), t.WorstAbsError());
         md << buf;
