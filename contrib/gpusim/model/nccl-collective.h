@@ -494,9 +494,12 @@ class NcclWorld : public Object
     void AddAlgorithmLoads(gpusim::CollKind kind, const std::string& algo, uint64_t bytes,
                            const Communicator& comm, uint32_t channels, const CollectivePlan& eff,
                            LinkLoads& loads) const;
+    /// `loads`: the algorithm's loads if already built for another protocol (they do not
+    /// depend on it); null builds them here, and `built` (if given) receives them.
     Estimate EstimateCandidate(gpusim::CollKind kind, const std::string& algo,
                                const std::string& proto, uint64_t bytes, const Communicator& comm,
-                               uint32_t channels) const;
+                               uint32_t channels, const LinkLoads* loads = nullptr,
+                               LinkLoads* built = nullptr) const;
     std::vector<std::string> CandidateAlgorithms(gpusim::CollKind kind,
                                                  const Communicator& comm) const;
     /// Protocol and link costs of (algorithm, protocol) into `plan` (Efficiency overrides).

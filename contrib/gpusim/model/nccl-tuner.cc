@@ -458,7 +458,8 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
 
 NcclWorld::Estimate
 NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::string& proto,
-                             uint64_t bytes, const Communicator& comm, uint32_t channels) const
+                             uint64_t bytes, const Communicator& comm, uint32_t channels,
+                             const LinkLoads* loads, LinkLoads* built) const
 {
     Estimate e;
     const uint32_t n = comm.GetNRanks();
@@ -470,8 +471,13 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
         e.us = costs.baseLatency.GetNanoSeconds() / 1e3;
         return e;
     }
-    LinkLoads L;
-    AddAlgorithmLoads(kind, algo, bytes, comm, channels, costs, L);
+    LinkLoads own;
+    LinkLoads* target = built ? built : &own;
+    if (!loads)
+    {
+        AddAlgorithmLoads(kind, algo, bytes, comm, channels, costs, *target);
+    }
+    const LinkLoads& L = loads ? *loads : *target;
     Ptr<ClusterTopology> topo = GetTopology();
     const auto& links = topo->Links();
     double loadSec = 0;   // busiest link, at protocol factor 1
@@ -709,6 +715,8 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     double bestSelectUs = std::numeric_limits<double>::infinity();
     for (const auto& a : algos)
     {
+        LinkLoads loads; // the algorithm's, shared by its protocols
+        bool haveLoads = false;
         const bool nvls = a == "nvls" || a == "nvlstree";
         uint32_t ch = a == "tree" || a == "ring" || a == "chain" ? plan.channels : 1;
         if (a == "tree")
@@ -721,7 +729,10 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
             {
                 continue; // NVLS and NVLSTree run the Simple protocol only
             }
-            const Estimate e = EstimateCandidate(kind, a, nvls ? "simple" : p, bytes, comm, ch);
+            const Estimate e = EstimateCandidate(kind, a, nvls ? "simple" : p, bytes, comm, ch,
+                                                 haveLoads ? &loads : nullptr,
+                                                 haveLoads ? nullptr : &loads);
+            haveLoads = true;
             const double selectUs = e.us + SelectionBiasUs(kind, a, nvls ? "simple" : p, comm);
             NS_LOG_LOGIC(a << "/" << p << " " << bytes << " B: " << e.us << " us (selected on "
                            << selectUs << ")");
