@@ -81,20 +81,31 @@ int MpiRank(int* size) {
   return -1;
 }
 
-// The simulated server of this process: GPUSIM_SERVER from gpusim run/record; for the ranks an
-// MPI launcher started (GPUSIM_SERVERS set, no GPUSIM_SERVER of their own) it follows from the
-// MPI rank, block by block as mpirun places them by default.
+// The ranks an MPI launcher started (GPUSIM_SERVERS set, no GPUSIM_SERVER of their own) are
+// placed on the servers by their MPI rank, block by block as mpirun places them on nodes by
+// default: the server, and the rank's number and count among its server's ranks.
+bool MpiPlacement(int* server, int* localRank, int* localSize) {
+  if (EnvInt("GPUSIM_SERVER", -1) >= 0) return false;
+  const int servers = EnvInt("GPUSIM_SERVERS", 0);
+  if (servers <= 0) return false;
+  int size = 0;
+  const int rank = MpiRank(&size);
+  if (rank < 0 || size <= 0 || rank >= size) return false;
+  const int perServer = (size + servers - 1) / servers;
+  *server = rank / perServer;
+  *localRank = rank % perServer;
+  *localSize = size - *server * perServer < perServer ? size - *server * perServer : perServer;
+  return true;
+}
+
+// The simulated server of this process: GPUSIM_SERVER from gpusim run/record, or its MPI
+// placement.
 int ServerFromEnv(int* gpusPerServer) {
   *gpusPerServer = EnvInt("GPUSIM_GPUS_PER_SERVER", 0);
   int server = EnvInt("GPUSIM_SERVER", -1);
   if (server >= 0) return server;
-  const int servers = EnvInt("GPUSIM_SERVERS", 0);
-  if (servers <= 0) return -1;
-  int size = 0;
-  const int rank = MpiRank(&size);
-  if (rank < 0 || size <= 0) return -1;
-  const int perServer = (size + servers - 1) / servers;
-  return rank / perServer;
+  int local = 0, localSize = 0;
+  return MpiPlacement(&server, &local, &localSize) ? server : -1;
 }
 
 Config LoadConfig() {
@@ -189,3 +200,9 @@ int JobProcess() {
 }
 
 }  // namespace gpusim
+
+// libgpusim-node.so asks where an MPI launcher's rank runs (shim/src/node.cc).
+extern "C" __attribute__((visibility("default"))) int gpusim_mpi_placement(int* server, int* localRank,
+                                                                          int* localSize) {
+  return gpusim::MpiPlacement(server, localRank, localSize) ? 1 : 0;
+}

@@ -1,13 +1,19 @@
 // An MPI program the way nccl-tests' and llm.c's MPI builds are written: started by mpirun,
-// rank and size from MPI, the NCCL id broadcast with MPI_Bcast, the GPU chosen by the rank on
-// its node, and MPI barriers between iterations. Built only where MPI is installed (Debian's
-// OpenMPI); live-test.cc runs it as `gpusim run --nproc-per-node 1 -- mpirun -np N ...`.
+// rank and size from MPI, the NCCL id broadcast with MPI_Bcast, the GPU chosen by the rank's
+// number on its node (counted, as nccl-tests counts it, among the ranks with the same host
+// name), and MPI barriers between iterations. Built only where MPI is installed (Debian's
+// OpenMPI); live-test.cc runs it as `gpusim run --nproc-per-node 1 -- mpirun -np N ...` on one
+// server and `gpusim run --launcher -- mpirun -np N ...` across servers.
 //
 //   mpi_train [ITERS] [BYTES]
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "cuda_runtime.h"
 #include "nccl.h"
@@ -21,14 +27,19 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int iters = argc > 1 ? atoi(argv[1]) : 3;
   const size_t bytes = argc > 2 ? (size_t)atol(argv[2]) : (size_t)64 << 20;
-  // The rank on this node (the ranks that share memory with this one), as MPI programs find it.
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  // The rank's number on its node: the lower ranks with the same host name (nccl-tests'
+  // getHostHash and localRank); its GPU is that number.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<char> hosts((size_t)size * sizeof host);
+  MPI_Allgather(host, sizeof host, MPI_CHAR, hosts.data(), sizeof host, MPI_CHAR, MPI_COMM_WORLD);
   int local = 0;
-  MPI_Comm_rank(node, &local);
-  int ndev = 0;
-  CHECK_CUDA(cudaGetDeviceCount(&ndev));
-  CHECK_CUDA(cudaSetDevice(local % ndev));
+  for (int p = 0; p < rank; ++p) local += strcmp(&hosts[(size_t)p * sizeof host], host) == 0;
+  const char* envLocal = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  printf("rank %d on %s: local rank %d (OMPI_COMM_WORLD_LOCAL_RANK %s)\n", rank, host, local,
+         envLocal ? envLocal : "-");
+  fflush(stdout);
+  CHECK_CUDA(cudaSetDevice(local));
 
   ncclUniqueId id;
   if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));

@@ -46,6 +46,17 @@ LaunchPlan::Validate() const
                                     "has " +
                                     std::to_string(std::min(ranks, gpusPerServer)));
     }
+    if (launcher && (processesPerServer > 0 || devicesPerProcess > 0))
+    {
+        throw std::invalid_argument("a launcher starts the job's processes itself: no processes "
+                                    "per server or GPUs per process to give");
+    }
+    if (launcher && Servers() > 1 && ranks % gpusPerServer != 0)
+    {
+        // The launcher's ranks fill the servers in equal blocks.
+        throw std::invalid_argument("a launcher's job spans whole servers (" +
+                                    std::to_string(gpusPerServer) + " GPUs each)");
+    }
     if (devicesPerProcess > 0)
     {
         for (uint32_t s = 0; s < Servers(); ++s)
@@ -92,6 +103,10 @@ std::vector<LaunchPlan::Process>
 LaunchPlan::Processes() const
 {
     std::vector<Process> out;
+    if (launcher)
+    {
+        return {Process{0, 0, 0, 1, ""}};
+    }
     for (uint32_t s = 0; s < Servers(); ++s)
     {
         const uint32_t gpus = GpusOnServer(s);
@@ -122,16 +137,20 @@ std::map<std::string, std::string>
 LaunchPlan::Environment(const Process& p, uint32_t processes) const
 {
     std::map<std::string, std::string> env;
-    env["RANK"] = env["GPUSIM_RANK"] = std::to_string(p.index);
-    env["LOCAL_RANK"] = env["GPUSIM_LOCAL_RANK"] = std::to_string(p.localRank);
-    env["WORLD_SIZE"] = env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(p.localSize);
+    if (!launcher)
+    {
+        // A launcher's ranks get theirs from it; these would reach every one of them.
+        env["RANK"] = env["GPUSIM_RANK"] = std::to_string(p.index);
+        env["LOCAL_RANK"] = env["GPUSIM_LOCAL_RANK"] = std::to_string(p.localRank);
+        env["WORLD_SIZE"] = env["GPUSIM_WORLD_SIZE"] = std::to_string(processes);
+        env["LOCAL_WORLD_SIZE"] = std::to_string(p.localSize);
+        env["GPUSIM_SERVER"] = std::to_string(p.server);
+    }
     env["MASTER_ADDR"] = "127.0.0.1";
     const char* port = std::getenv("MASTER_PORT");
     env["MASTER_PORT"] = port && *port ? port : std::to_string(kMasterPort);
     // The processes of one job (claims of GPUs and ranks never pass to a later process).
     env["GPUSIM_JOB"] = std::to_string(::getpid());
-    env["GPUSIM_SERVER"] = std::to_string(p.server);
     env["GPUSIM_SERVERS"] = std::to_string(Servers());
     env["GPUSIM_GPUS_PER_SERVER"] = std::to_string(gpusPerServer);
     // The node's GPUs (CUDA_VISIBLE_DEVICES narrows them to the pinned ones).
@@ -146,11 +165,22 @@ LaunchPlan::Environment(const Process& p, uint32_t processes) const
 std::vector<std::string>
 LaunchPlan::Unset(const Process& p) const
 {
+    std::vector<std::string> unset;
     if (p.visible.empty())
     {
-        return {"CUDA_VISIBLE_DEVICES"};
+        unset.push_back("CUDA_VISIBLE_DEVICES");
     }
-    return {};
+    if (launcher)
+    {
+        // gpusim itself may run inside a job (a Slurm step, torchrun): none of that job's
+        // placement may reach the ranks, which find theirs from their MPI rank.
+        for (const char* v : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GPUSIM_SERVER",
+                              "GPUSIM_RANK", "GPUSIM_LOCAL_RANK", "GPUSIM_WORLD_SIZE"})
+        {
+            unset.push_back(v);
+        }
+    }
+    return unset;
 }
 
 std::vector<std::string>

@@ -8,7 +8,9 @@
  * Each server runs `processesPerServer` processes (default: one per GPU). Every process sees
  * the GPUs of its server, as on a real node, and the GPU it selects (cudaSetDevice) decides
  * which rank its work is; with `devicesPerProcess` D the launcher instead pins each process to
- * D GPUs of its own through CUDA_VISIBLE_DEVICES (CUDA renumbers them from 0).
+ * D GPUs of its own through CUDA_VISIBLE_DEVICES (CUDA renumbers them from 0). With `launcher`
+ * the program is an MPI launcher started once for the whole job, and the ranks it starts place
+ * themselves.
  */
 #ifndef GPUSIM_LAUNCH_PLAN_H
 #define GPUSIM_LAUNCH_PLAN_H
@@ -31,6 +33,11 @@ struct LaunchPlan
     uint32_t gpusPerServer = 8;      //!< GPUs per server of the cluster
     uint32_t processesPerServer = 0; //!< 0: one per GPU of the server
     uint32_t devicesPerProcess = 0;  //!< 0: each process sees every GPU of its server
+    /// The program is a job launcher (mpirun, mpiexec) that starts the job's processes itself:
+    /// it runs once, as from a login node, with no rank or server of its own, and each process
+    /// it starts takes its server from its MPI rank, in blocks of ceil(ranks / servers) (the
+    /// shim; libgpusim-node.so gives it that server's host name and local-rank variables).
+    bool launcher = false;
 
     struct Process
     {

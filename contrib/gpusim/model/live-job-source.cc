@@ -213,7 +213,8 @@ LiveJobSource::Launch(const std::vector<std::string>& program,
     gpusim::AddShimEnvironment(
         env,
         shimLibDir,
-        {"libgpusim-clock.so", "libcudart.so.13", "libnccl.so.2", "libcudnn.so.9"},
+        {"libgpusim-clock.so", "libgpusim-node.so", "libcudart.so.13", "libnccl.so.2",
+         "libcudnn.so.9"},
         m_timeoutS);
     env["GPUSIM_LIVE_SOCKET"] = m_socketPath;
     env["GPUSIM_UNIQUE_ID_FILE"] = m_socketDir + "/nccl-unique-id";

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <poll.h>
 #include <sstream>
 #include <string>
@@ -664,6 +665,84 @@ TEST(Live, MpirunStartsTheRanks)
     const double fastest = *std::min_element(iterations.begin(), iterations.end());
     EXPECT_GE(fastest, coll[0].hostUs) << r.out;
     EXPECT_LT(fastest, 1.06 * coll[0].hostUs) << r.out;
+}
+
+// A multi-server MPI job as a cluster runs it: one mpirun for the whole job (`--launcher`), its
+// ranks placed on the servers by MPI rank, each seeing its server's host name (so that ranks
+// counting the ranks of their node by host name, as nccl-tests does, pick GPUs 0 and 1 on both
+// servers: without it ranks 2 and 3 would ask for GPUs 2 and 3 of a 2-GPU server) and Open MPI's
+// local-rank variable of its server. The AllReduce crosses the servers and takes the
+// simulator's own time for the collective.
+TEST(Live, LauncherPlacesMpiRanksOnServers)
+{
+    REQUIRE_SHIM();
+    if (!Exists(kMpiTrain) || std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    {
+        GTEST_SKIP() << "OpenMPI not installed (libopenmpi-dev, openmpi-bin): MPI test skipped";
+    }
+    TempDir d;
+    Result r = Shell(d,
+                     kGpusim +
+                         " run --servers 2 --gpus-per-server 2 --launcher --host-time api-only "
+                         "--timeout 120 -- mpirun -np 4 --oversubscribe --allow-run-as-root " +
+                         kMpiTrain + " 3");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("one launcher; its MPI ranks placed on the servers by rank"),
+              std::string::npos)
+        << r.err;
+    std::map<int, std::pair<std::string, int>> placed; // rank -> (host, local rank)
+    std::vector<double> iterations;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);)
+    {
+        int rank = 0, local = 0, envLocal = 0;
+        char host[256];
+        double us = 0;
+        int i = 0;
+        if (std::sscanf(line.c_str(),
+                        "rank %d on %255s local rank %d (OMPI_COMM_WORLD_LOCAL_RANK %d)",
+                        &rank,
+                        host,
+                        &local,
+                        &envLocal) == 4)
+        {
+            std::string h = host;
+            h.pop_back(); // the ':' after the host name
+            placed[rank] = {h, local};
+            EXPECT_EQ(envLocal, local) << line;
+        }
+        else if (std::sscanf(line.c_str(),
+                             "iteration %d allreduce 67108864 bytes on 4 ranks: %lf us",
+                             &i,
+                             &us) == 2)
+        {
+            iterations.push_back(us);
+        }
+    }
+    ASSERT_EQ(placed.size(), 4u) << r.out;
+    for (int rank = 0; rank < 4; ++rank)
+    {
+        const std::string suffix = "-gpusim" + std::to_string(rank / 2);
+        const std::string& host = placed[rank].first;
+        EXPECT_TRUE(host.size() > suffix.size() &&
+                    host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0)
+            << rank << " on " << host;
+        EXPECT_EQ(placed[rank].second, rank % 2) << rank;
+    }
+    Result ref = Shell(d,
+                       kGpusim + " collective --servers 2 --gpus-per-server 2 --min-bytes 64M "
+                                 "--max-bytes 64M --quiet");
+    ASSERT_EQ(ref.code, 0) << ref.err;
+    auto coll = CollectiveRows(ref.out);
+    ASSERT_EQ(coll.size(), 1u) << ref.out;
+    ASSERT_EQ(iterations.size(), 3u) << r.out;
+    const double fastest = *std::min_element(iterations.begin(), iterations.end());
+    EXPECT_GE(fastest, coll[0].hostUs) << r.out;
+    EXPECT_LT(fastest, 1.06 * coll[0].hostUs) << r.out;
+    // The launcher takes no rank or server of its own, and nothing else goes with it.
+    Result bad = Shell(d, kGpusim + " run --launcher --nproc-per-node 1 -- true");
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_NE(bad.err.find("--launcher starts one process"), std::string::npos) << bad.err;
 }
 
 // A rank that crashes mid-run: the others are stopped, the report names the crash, quickly.

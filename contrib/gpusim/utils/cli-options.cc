@@ -180,6 +180,12 @@ LaunchPlanFromOptions(const Options& o, uint32_t gpus, uint32_t gpusPerServer)
     plan.gpusPerServer = gpusPerServer;
     plan.processesPerServer = o.Count("nproc-per-node", 0);
     plan.devicesPerProcess = o.Count("devices-per-process", 0);
+    plan.launcher = o.Has("launcher");
+    if (plan.launcher && (o.Has("nproc-per-node") || o.Has("devices-per-process")))
+    {
+        throw UsageError("--launcher starts one process (the launcher, which starts the ranks): "
+                         "give no --nproc-per-node or --devices-per-process");
+    }
     if ((o.Has("nproc-per-node") && plan.processesPerServer == 0) ||
         (o.Has("devices-per-process") &&
          (plan.devicesPerProcess == 0 || plan.devicesPerProcess > 64)))

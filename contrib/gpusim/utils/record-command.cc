@@ -271,9 +271,12 @@ RecordEnvironment(const std::string& libdir,
     // The clock library, as in a live run: the program's clock reads cost the same host time
     // (its clocks still read real time when recording).
     std::vector<std::string> preload;
-    if (IsFile(libdir + "/libgpusim-clock.so"))
+    for (const char* lib : {"libgpusim-clock.so", "libgpusim-node.so"})
     {
-        preload.push_back("libgpusim-clock.so");
+        if (IsFile(libdir + "/" + lib))
+        {
+            preload.push_back(lib);
+        }
     }
     AddShimEnvironment(env, libdir, preload, timeout);
     return env;

@@ -43,8 +43,8 @@ void
 PrintRunUsage(std::ostream& os)
 {
     os << "usage: gpusim run [--preset NAME | --cluster FILE] [cluster and NCCL options as for\n"
-          "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D] [--out "
-          "DIR]\n"
+          "       'collective'] [--gpus N] [--nproc-per-node P | --devices-per-process D |\n"
+          "       --launcher] [--out DIR]\n"
           "       [--sync conservative|optimistic] [--host-time measured|api-only|fixed:US]\n"
           "       [--api-costs FILE] [--timeout S]\n"
           "       [--cost-model recorded|roofline] [--kernel-table FILE] [--scale-kernels RE=F]\n"
@@ -54,7 +54,11 @@ PrintRunUsage(std::ostream& os)
           "cluster (default: all of them), P per server (--nproc-per-node, default one per GPU).\n"
           "Each process sees the GPUs of its server, like on a real node; the GPU it selects\n"
           "(cudaSetDevice) decides its rank. --devices-per-process D instead pins D GPUs to each\n"
-          "process with CUDA_VISIBLE_DEVICES. Synchronising calls return at simulated time and\n"
+          "process with CUDA_VISIBLE_DEVICES. --launcher: PROGRAM is an MPI launcher (mpirun)\n"
+          "started once for the whole job, as from a login node; each rank it starts runs on the\n"
+          "server its MPI rank places it on (in blocks: rank r on server r / ceil(np / servers)),\n"
+          "with that server's GPUs, host name and local-rank variables (OMPI_COMM_WORLD_LOCAL_RANK).\n"
+          "Synchronising calls return at simulated time and\n"
           "the program's clocks read simulated time. '{rank}', '{local_rank}' and '{world_size}'\n"
           "in ARGS are replaced per process; RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
           "MASTER_ADDR and MASTER_PORT are set as torchrun sets them. --out DIR keeps the run's\n"
@@ -124,9 +128,12 @@ SimulateLive(const Options& o,
         WriteFileAtomically(o.Get("out", "") + "/live-stats.json",
                             live->GetStats().ToJson() + "\n");
     }
-    err << "# gpusim run: " << plan.ranks << " ranks (" << processes.size() << " process"
-        << (processes.size() == 1 ? "" : "es") << ", " << processes.front().localSize
-        << " per server"
+    err << "# gpusim run: " << plan.ranks << " ranks ("
+        << (plan.launcher ? std::string("one launcher; its MPI ranks placed on the servers by "
+                                        "rank")
+                          : std::to_string(processes.size()) + " process" +
+                                (processes.size() == 1 ? "" : "es") + ", " +
+                                std::to_string(processes.front().localSize) + " per server")
         << (plan.devicesPerProcess
                 ? ", " + std::to_string(plan.devicesPerProcess) + " GPUs pinned to each"
                 : std::string())
@@ -181,7 +188,7 @@ RunCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream
     valued.insert(kNcclOptions.begin(), kNcclOptions.end());
     try
     {
-        Options o(args, valued, {"help"}, true);
+        Options o(args, valued, {"help", "launcher"}, true);
         if (o.Has("help"))
         {
             PrintRunUsage(out);
