@@ -75,6 +75,17 @@ class ActivityCollector
     static std::string ClassOf(const Op& op)
     {
         const std::string group = op.comm.substr(0, op.comm.find('.'));
+        // The loss's all-reduces run on the compute stream (pretrain_gpt.py's loss_func), the
+        // DP group's gradient and parameter traffic on its own.
+        if (group == "dploss" || ((group == "dp" || group == "cp") && op.stream == 1 &&
+                                  op.coll == CollKind::AllReduce))
+        {
+            return "loss";
+        }
+        if (group == "mp" || group == "world")
+        {
+            return "optimizer-stats"; // gradient norm, fp16's inf check
+        }
         if (group == "dp" || group == "edp")
         {
             return op.coll == CollKind::AllGather ? "param-gather" : "grad-reduce";

@@ -28,7 +28,8 @@ namespace gpusim
 /// iteration window) and how much of that ran under compute (what overlapping it hid).
 struct CommClassTime
 {
-    std::string name; //!< tp, cp, ep, grad-reduce, param-gather, embedding, pp
+    std::string name; //!< tp, cp, ep, grad-reduce, param-gather, embedding, loss,
+                      //!< optimizer-stats, pp
     double busyUs = 0;
     double hiddenUs = 0;
 };

@@ -133,6 +133,13 @@ struct TrainingPlan
     /// passes over the logits cast to fp32 (and the 2021 code's only choice).
     bool crossEntropyFusion = true;
     Fp8Recipe fp8 = Fp8Recipe::None; //!< fp8 GEMMs in the transformer layers (hybrid format)
+    /// Megatron's loss_func all-reduces every micro-batch's loss sum and token count (2 fp32)
+    /// over DP on the last stage, for logging, on the compute stream (pretrain_gpt.py).
+    bool lossAllReduce = true;
+    /// Gradient clipping by the global norm (Megatron's --clip-grad, default 1.0): the local
+    /// squared norm (one fp32) is all-reduced over the model-parallel group, or over every
+    /// rank with the distributed optimizer, between the gradient pass and Adam.
+    bool clipGrad = true;
 
     uint32_t Gpus() const
     {

@@ -90,6 +90,12 @@ class RankGenerator
     std::string EpComm() const;
     std::string EmbComm() const;
     std::string CpComm() const;
+    /// Megatron's data-parallel group without CP (the loss all-reduce's): DpComm() with CP 1.
+    std::string LossComm() const;
+    /// The optimizer's scalar all-reduces (gradient norm, fp16's inf check): Megatron's
+    /// model-parallel group (TP x PP), or every rank with the distributed optimizer.
+    std::string OptimizerStatsComm() const;
+    uint32_t OptimizerStatsRanks() const;
     std::string CpSuffix() const;  //!< ".c<k>" with CP > 1 (names without CP unchanged)
     uint32_t DpCpRank() const;     //!< rank in the DP x CP group: cp + CP x dp
     void InitComms();

@@ -255,7 +255,9 @@ DescribePlan(const TrainingPlan& p)
        << (p.flashAttention ? "" : ", unfused attention")
        << (p.fp8 == Fp8Recipe::Delayed ? ", fp8 hybrid (delayed scaling)" : "")
        << (p.fp8 == Fp8Recipe::CurrentScaling ? ", fp8 hybrid (current scaling)" : "")
-       << (p.scatterGatherP2p ? ", scatter/gather p2p" : "");
+       << (p.scatterGatherP2p ? ", scatter/gather p2p" : "")
+       << (p.lossAllReduce ? "" : ", no loss all-reduce")
+       << (p.clipGrad ? "" : ", no gradient clipping");
     return os.str();
 }
 

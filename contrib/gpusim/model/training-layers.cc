@@ -415,6 +415,17 @@ RankGenerator::HeadForward()
     {
         Coll(CollKind::AllReduce, TpComm(), m_p.tp, 3 * 4 * m_tokens, kCompute, DataType::F32);
     }
+    // Megatron-LM core_r0.8.0 pretrain_gpt.py loss_func: the masked loss sum and the token
+    // count (2 fp32) all-reduced over CP (:133, part of the loss), then over DP for logging
+    // (:145), every micro-batch, on the compute stream.
+    if (m_p.cp > 1)
+    {
+        Coll(CollKind::AllReduce, CpComm(), m_p.cp, 8, kCompute, DataType::F32);
+    }
+    if (m_p.lossAllReduce && m_p.dp > 1)
+    {
+        Coll(CollKind::AllReduce, LossComm(), m_p.dp, 8, kCompute, DataType::F32);
+    }
 }
 
 void

@@ -181,9 +181,26 @@ RankGenerator::OptimizerStep()
     // - Adam (apex FusedAdam): read fp32 weight, gradient, m, v; write weight, m, v (28);
     // - copy the fp32 weights back to the model's fp16/bf16 weights (read 4, write e);
     // then zero the whole gradient buffer for the next iteration (write g per parameter).
-    const double perParam = (g < 4 ? g + 4 : 0) + (m_m.dtype == DataType::F16 ? 8 : 0) + 4 +
-                            28 + 4 + m_e;
-    Kernel("optimizer", 0, local * perParam + params.Total() * g);
+    // The passes up to the norm are one kernel, the rest another: between them the scalars
+    // meet over the optimizer's group (OptimizerStatsComm): fp16's inf/NaN flag (MAX) and the
+    // squared norm (SUM), one fp32 each (core_r0.8.0 optimizer.py
+    // _unscale_main_grads_and_check_for_nan, clip_grads.py get_grad_norm_fp32).
+    const bool fp16 = m_m.dtype == DataType::F16;
+    const double gradPass = (g < 4 ? g + 4 : 0) + (fp16 ? 8 : 0) + (m_p.clipGrad ? 4 : 0);
+    if (gradPass > 0)
+    {
+        Kernel("optimizer_grads", 0, local * gradPass);
+    }
+    const uint32_t group = OptimizerStatsRanks();
+    if (fp16 && group > 1)
+    {
+        Coll(CollKind::AllReduce, OptimizerStatsComm(), group, 4, kCompute, DataType::F32);
+    }
+    if (m_p.clipGrad && group > 1)
+    {
+        Coll(CollKind::AllReduce, OptimizerStatsComm(), group, 4, kCompute, DataType::F32);
+    }
+    Kernel("optimizer", 0, local * (28 + 4 + m_e) + params.Total() * g);
     if (m_p.distributedOptimizer && m_p.DpCp() > 1 && !OverlapParamGather())
     {
         // Each DP rank updated its shard: gather the updated bf16 weights per bucket, exposed.

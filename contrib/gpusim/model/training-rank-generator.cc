@@ -66,6 +66,30 @@ RankGenerator::CpComm() const
 }
 
 std::string
+RankGenerator::LossComm() const
+{
+    return m_p.cp > 1 ? "dploss.s" + std::to_string(m_pos.stage) + ".t" + std::to_string(m_pos.tp) +
+                            CpSuffix()
+                      : DpComm();
+}
+
+std::string
+RankGenerator::OptimizerStatsComm() const
+{
+    // Megatron-LM core_r0.8.0: clip_grads.py all-reduces the norm over the optimizer's
+    // get_model_parallel_group(): parallel_state's model-parallel group (TP x PP), and for the
+    // DistributedOptimizer None, "the entire world" (distrib_optimizer.py:547).
+    return m_p.distributedOptimizer ? std::string("world")
+                                    : "mp.d" + std::to_string(m_pos.dp) + CpSuffix();
+}
+
+uint32_t
+RankGenerator::OptimizerStatsRanks() const
+{
+    return m_p.distributedOptimizer ? m_p.Gpus() : m_p.tp * m_p.pp;
+}
+
+std::string
 RankGenerator::CpSuffix() const
 {
     return m_p.cp > 1 ? ".c" + std::to_string(m_pos.cp) : std::string();
@@ -122,6 +146,15 @@ RankGenerator::InitComms()
     {
         // The amax reduction group: a stage's TP x CP x DP ranks (training-fp8.cc).
         init(AmaxComm(), m_p.tp * m_p.DpCp(), m_pos.tp + m_p.tp * DpCpRank());
+    }
+    if (m_p.lossAllReduce && m_p.cp > 1 && m_pos.stage == m_p.pp - 1)
+    {
+        init(LossComm(), m_p.dp, m_pos.dp);
+    }
+    if (m_p.clipGrad || m_m.dtype == DataType::F16)
+    {
+        init(OptimizerStatsComm(), OptimizerStatsRanks(),
+             m_p.distributedOptimizer ? m_rank : m_pos.tp + m_p.tp * m_pos.stage);
     }
 }
 

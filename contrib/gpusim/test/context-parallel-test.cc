@@ -241,7 +241,10 @@ TEST(ContextParallel, KernelBytesEqualTheNonCpPlanAndAttentionByHand)
         {
             for (const Op& op : OpsOf(job, r))
             {
-                sum += op.kind == OpKind::Kernel && op.name == "optimizer" ? op.memBytes : 0;
+                // optimizer_grads (the norm pass) and optimizer (Adam, copy, zeroing)
+                sum += op.kind == OpKind::Kernel && StartsWith(op.name, "optimizer")
+                           ? op.memBytes
+                           : 0;
             }
         }
         return sum;
@@ -305,10 +308,20 @@ TEST(ContextParallel, RingTrafficPerLayerMatchesTheHandFormula)
             {
                 const uint32_t r = RankAt(p, 0, cpRank, 0, 0);
                 double sent = 0, received = 0;
+                uint32_t lossReductions = 0;
                 for (const Op& op : OpsOf(job, r))
                 {
                     if (op.kind != OpKind::Collective || !StartsWith(op.comm, "cp."))
                     {
+                        continue;
+                    }
+                    if (op.coll == CollKind::AllReduce)
+                    {
+                        // The loss sum and token count of each micro-batch (2 fp32), on the
+                        // compute stream (pretrain_gpt.py's loss_func), on the last stage.
+                        EXPECT_EQ(op.stream, 1);
+                        EXPECT_EQ(op.bytes, 8u);
+                        ++lossReductions;
                         continue;
                     }
                     EXPECT_EQ(op.stream, 3); // the CP stream, overlapping the compute stream
@@ -324,6 +337,7 @@ TEST(ContextParallel, RingTrafficPerLayerMatchesTheHandFormula)
                         received += op.bytes;
                     }
                 }
+                EXPECT_EQ(lossReductions, 2u); // one per micro-batch (one stage: the last)
                 EXPECT_DOUBLE_EQ(sent, expected) << "tp " << tp << " cp rank " << cpRank;
                 EXPECT_DOUBLE_EQ(received, expected);
             }

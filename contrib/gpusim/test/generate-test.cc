@@ -132,12 +132,14 @@ TEST(Generate, OpCountsPerRankForTp2Pp2Dp2)
     ValidateJobTrace(*g.job);
     // Stage 0 (rank 0): per micro-batch, forward embedding + 10 layer kernels (norm, qkv,
     // attention, proj, bias-dropout-add, norm, fc1, gelu, fc2, bias-dropout-add), backward 8
-    // layer kernels + embedding backward: 20; plus the optimizer: 81. TP AllReduce: embedding
-    // + 2 per layer forward, 2 per layer backward: 5 per micro-batch. PP: 4 activations sent,
-    // 4 gradients received. DP: one bucket (< 40M parameters): one AllReduce. Tied
-    // embeddings: one AllReduce with the last stage.
+    // layer kernels + embedding backward: 20; plus the optimizer's two passes (the gradient
+    // norm, then Adam): 82. TP AllReduce: embedding + 2 per layer forward, 2 per layer
+    // backward: 5 per micro-batch. PP: 4 activations sent, 4 gradients received. DP: one
+    // bucket (< 40M parameters): one AllReduce. Tied embeddings: one AllReduce with the last
+    // stage. Gradient clipping: the squared norm over the model-parallel group (TP x PP).
     OpCounts s0 = Count(*g.job, RankAt(p, 0, 0, 0));
-    EXPECT_EQ(s0.Get("kernel"), 81u);
+    EXPECT_EQ(s0.Get("kernel"), 82u);
+    EXPECT_EQ(s0.Get("allreduce@mp"), 1u);
     EXPECT_EQ(s0.Get("allreduce@tp"), 20u);
     EXPECT_EQ(s0.Get("send@pp"), 4u);
     EXPECT_EQ(s0.Get("recv@pp"), 4u);
@@ -146,14 +148,16 @@ TEST(Generate, OpCountsPerRankForTp2Pp2Dp2)
     EXPECT_EQ(s0.Get("malloc"), 3u + 4u);
     EXPECT_EQ(s0.Get("free"), 4u);
     // Stage 1: forward 10 + head (norm, logits, cross entropy), backward head 3 + layer 8: 24
-    // per micro-batch, 97 with the optimizer. TP: 2 + cross-entropy AllReduce forward, 2 + 1
-    // (logits input gradient) backward: 6 per micro-batch.
+    // per micro-batch, 98 with the optimizer. TP: 2 + cross-entropy AllReduce forward, 2 + 1
+    // (logits input gradient) backward: 6 per micro-batch. DP: the bucket and each
+    // micro-batch's loss (pretrain_gpt.py's loss_func reduces it for logging).
     OpCounts s1 = Count(*g.job, RankAt(p, 1, 1, 1));
-    EXPECT_EQ(s1.Get("kernel"), 97u);
+    EXPECT_EQ(s1.Get("kernel"), 98u);
+    EXPECT_EQ(s1.Get("allreduce@mp"), 1u);
     EXPECT_EQ(s1.Get("allreduce@tp"), 24u);
     EXPECT_EQ(s1.Get("send@pp"), 4u);
     EXPECT_EQ(s1.Get("recv@pp"), 4u);
-    EXPECT_EQ(s1.Get("allreduce@dp"), 1u);
+    EXPECT_EQ(s1.Get("allreduce@dp"), 1u + 4u);
     EXPECT_EQ(s1.Get("allreduce@emb"), 1u);
 }
 

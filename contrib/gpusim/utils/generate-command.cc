@@ -27,7 +27,8 @@ const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
                                           "tp-comm-overlap", "no-overlap-p2p-comm",
                                           "no-flash-attn",
-                                          "no-cross-entropy-fusion", "fp8"};
+                                          "no-cross-entropy-fusion", "fp8",
+                                          "no-loss-allreduce", "no-clip-grad"};
 
 namespace
 {
@@ -44,6 +45,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--no-overlap-p2p-comm]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
           "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
+          "         [--no-loss-allreduce] [--no-clip-grad]\n"
           "         [--fp8 [--fp8-recipe delayed|current]]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
           "'collective']\n"
@@ -134,6 +136,8 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     plan.bucketParams = o.Count("bucket-params", 0);
     plan.flashAttention = !o.Has("no-flash-attn");
     plan.crossEntropyFusion = !o.Has("no-cross-entropy-fusion");
+    plan.lossAllReduce = !o.Has("no-loss-allreduce");
+    plan.clipGrad = !o.Has("no-clip-grad");
     const std::string g = o.Get("grad-dtype", "f32");
     if (g != "f32" && g != "bf16")
     {
