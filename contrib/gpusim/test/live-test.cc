@@ -1050,13 +1050,17 @@ TEST(Live, TimeoutEndsTheRun)
 {
     REQUIRE_SHIM();
     TempDir d;
+    // The iteration count (never reached) marks this run's processes, so that a run of the
+    // same test elsewhere on the machine (another build's CI) is not taken for ours.
+    const std::string iterations = std::to_string(1000 + ::getpid() % 9000);
     Result r = Shell(d, kGpusim + " run --servers 1 --gpus 2 --timeout 1 -- " + kPerf +
-                            " -b 1M -e 1M -n 1000 -w 1 --sleep-ms 50 --sleep-rank 1");
+                            " -b 1M -e 1M -n " + iterations + " -w 1 --sleep-ms 50 --sleep-rank 1");
     EXPECT_EQ(r.code, 3) << r.err;
     EXPECT_NE(r.err.find("timed out after 1 s (the simulator was waiting for"), std::string::npos)
         << r.err;
     EXPECT_LT(r.wallS, 10.0);
-    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1000 -w 1 --sleep-ms 50' || true)");
+    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n " + iterations +
+                               " -w 1 --sleep-ms 50' || true)");
     EXPECT_EQ(left.out, "");
 }
 
