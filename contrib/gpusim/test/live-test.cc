@@ -869,10 +869,12 @@ TEST(Live, InterruptStopsEverything)
     REQUIRE_SHIM();
     TempDir d;
     auto t0 = std::chrono::steady_clock::now();
-    // -n 1003: a count no other test uses, so the pgrep below cannot see the rank processes of
-    // a test running beside this one (ctest -j).
+    // The iteration count (never reached) marks this run's processes, so that the pgrep below
+    // cannot see the rank processes of another test (ctest -j) or of the same test in another
+    // build on the machine: 40000 + pid % 10000, a range no other test uses.
+    const std::string iterations = std::to_string(40000 + ::getpid() % 10000);
     Result r = Shell(d, "timeout --preserve-status -s INT 2 " + kGpusim + " run --servers 1 --gpus 2 -- " + kPerf +
-                          " -b 1M -e 1M -n 1003 -w 1 --sleep-ms 10");
+                          " -b 1M -e 1M -n " + iterations + " -w 1 --sleep-ms 10");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(r.code, 130) << r.err;
     EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
@@ -881,7 +883,7 @@ TEST(Live, InterruptStopsEverything)
     EXPECT_NE(r.err.find("# simulated"), std::string::npos) << r.err;
     // No rank process is left behind.
     // "[f]": the pattern must not match the shell running pgrep itself.
-    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n 1003' || true)");
+    Result left = Shell(d, "(pgrep -f 'shim_live_per[f] -b 1M -e 1M -n " + iterations + " ' || true)");
     EXPECT_EQ(left.out, "");
 }
 
@@ -1051,8 +1053,9 @@ TEST(Live, TimeoutEndsTheRun)
     REQUIRE_SHIM();
     TempDir d;
     // The iteration count (never reached) marks this run's processes, so that a run of the
-    // same test elsewhere on the machine (another build's CI) is not taken for ours.
-    const std::string iterations = std::to_string(1000 + ::getpid() % 9000);
+    // same test elsewhere on the machine (another build's CI) is not taken for ours: 20000 +
+    // pid % 10000, a range no other test uses.
+    const std::string iterations = std::to_string(20000 + ::getpid() % 10000);
     Result r = Shell(d, kGpusim + " run --servers 1 --gpus 2 --timeout 1 -- " + kPerf +
                             " -b 1M -e 1M -n " + iterations + " -w 1 --sleep-ms 50 --sleep-rank 1");
     EXPECT_EQ(r.code, 3) << r.err;
