@@ -82,6 +82,10 @@ ValidateNcclCalibration(const NcclCalibration& c)
                  double(c.nvlsChannels));
         }
     }
+    if (c.p2pChannels == 0 || c.p2pChannels > 64 || (c.p2pChannels & (c.p2pChannels - 1)) != 0)
+    {
+        fail("p2pChannels must be a power of two from 1 to 64", double(c.p2pChannels));
+    }
     for (int a = 0; a < kNcclAlgos; ++a)
     {
         for (int p = 0; p < kNcclProtos; ++p)

@@ -61,6 +61,11 @@ struct NcclCalibration
     double nvlsEfficiency = 0.0;
     uint32_t nvlsChannels = 16;            //!< NCCL's NVLS channels (CTAs), sets the loop size
     uint64_t nvlsChunkBytes = 128 * 1024;  //!< NCCL_NVLS_CHUNKSIZE before size-based shrinking
+    /// NCCL's p2p channels per rank (a power of two): pow2Up of its collective channels (NCCL
+    /// 2.29.2 src/graph/paths.cc ncclTopoComputeP2pChannels). 32 on 8-GPU NVSwitch servers:
+    /// NCCL logs "24 coll channels, ..., 32 p2p channels, 32 p2p channels per peer" on one
+    /// 8 x H100 node (doc/design.md, "Point-to-point").
+    uint32_t p2pChannels = 32;
     double protoFactor[kNcclAlgos][kNcclProtos] = {
         {0.5, 0.890625, 0.95}, {0.5, 0.890625, 0.95}, {0.5, 0.890625, 0.95},
         {0.5, 0.890625, 0.95}};

@@ -1,6 +1,7 @@
 #include "ns3/nccl-collective.h"
 
 #include "ns3/nccl-algorithms.h"
+#include "ns3/nccl-p2p.h"
 
 #include "ns3/flow-backend.h"
 
@@ -152,9 +153,27 @@ Communicator::Send(const CollectivePlan& plan,
     const uint32_t proxy = plan.pxn ? m_world->GetTopology()->RailPeer(src, dst) : src;
     if (proxy == src)
     {
-        m_world->StartTransfer(StepDelay(plan, src, dst, pipelined), src, dst,
-                               WireBytes(plan, src, dst, payloadBytes), flowKey, streamed,
-                               std::move(delivered));
+        const Time delay = StepDelay(plan, src, dst, pipelined);
+        if (const uint32_t steps = P2pCopyOutSteps(plan, src, dst, payloadBytes); steps > 0)
+        {
+            // The receiving warps copy the last step out after it arrived, at the pace the
+            // sending warps put the steps in (as many warps each, sendrecv.h): one step's
+            // share of the transfer's time after its last byte.
+            const Time flowStart = Simulator::Now() + delay;
+            delivered = [flowStart, steps, fn = std::move(delivered)]() {
+                const Time copyOut = TimeStep((Simulator::Now() - flowStart).GetTimeStep() / steps);
+                if (copyOut.IsStrictlyPositive())
+                {
+                    Simulator::Schedule(copyOut, fn);
+                }
+                else
+                {
+                    fn();
+                }
+            };
+        }
+        m_world->StartTransfer(delay, src, dst, WireBytes(plan, src, dst, payloadBytes), flowKey,
+                               streamed, std::move(delivered));
         return;
     }
     // PXN: over NVLink to the GPU on the peer's rail, then out of its NIC. NCCL pipelines the
@@ -171,6 +190,40 @@ Communicator::Send(const CollectivePlan& plan,
                            WireBytes(plan, src, proxy, payloadBytes), flowKey, streamed, legDone);
     m_world->StartTransfer(StepDelay(plan, proxy, dst, pipelined), proxy, dst,
                            WireBytes(plan, proxy, dst, payloadBytes), flowKey, streamed, legDone);
+}
+
+uint32_t
+Communicator::P2pCopyOutSteps(const CollectivePlan& plan, uint32_t src, uint32_t dst,
+                              double payloadBytes)
+{
+    if ((plan.algo != "p2p" && plan.algo != "direct") || plan.oneCopy || !m_world->P2pCopyOut() ||
+        ClusterTopology::IsSwitchEndpoint(src) || ClusterTopology::IsSwitchEndpoint(dst))
+    {
+        return 0;
+    }
+    const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
+    if (hop.inter)
+    {
+        // Through the NIC the wire sets the pace; the receiving warps empty a step long before
+        // the next one lands, so their copy adds no step of its own.
+        return 0;
+    }
+    const gpusim::NcclP2pSplit split = gpusim::NcclSplitP2p(
+        static_cast<uint64_t>(std::llround(payloadBytes)), false, P2pComm());
+    return split.ll ? 0 : split.chunksPerPart;
+}
+
+const gpusim::NcclP2pComm&
+Communicator::P2pComm() const
+{
+    if (m_p2pComm.nRanks == 0)
+    {
+        m_p2pComm.nRanks = m_nranks;
+        m_p2pComm.nNodes = NumServers();
+        m_p2pComm.p2pChannels = m_world->Calibration().p2pChannels;
+        m_p2pComm.netGBps = m_world->NetGBps(m_gpus[0]);
+    }
+    return m_p2pComm;
 }
 
 uint64_t
@@ -601,7 +654,8 @@ Communicator::MatchP2p(uint32_t src, uint32_t dst)
                                      std::to_string(r.op->bytes) + " bytes on comm rank " +
                                      std::to_string(dst));
         }
-        const CollectivePlan& plan = PlanFor(CollKind::Send, s.op->bytes);
+        CollectivePlan plan = PlanFor(CollKind::Send, s.op->bytes);
+        plan.oneCopy = ((s.op->flags | r.op->flags) & gpusim::kCollOneCopy) != 0;
         ++m_p2pTransfers;
         auto sDone = std::move(s.done);
         auto rDone = std::move(r.done);
@@ -780,6 +834,18 @@ NcclWorld::GetTypeId()
                           "PXN, on by default since NCCL 2.12; NCCL_PXN_DISABLE=1 turns it off)",
                           BooleanValue(true),
                           MakeBooleanAccessor(&NcclWorld::m_pxn),
+                          MakeBooleanChecker())
+            .AddAttribute("P2pCopyOut",
+                          "Point-to-point with the Simple protocol between two GPUs of one "
+                          "server (AllToAll, Send/Recv) runs as NCCL's two copies: the sending "
+                          "warps put each step of a part into the receiver's FIFO and as many "
+                          "receiving warps copy it out to the user buffer (src/device/"
+                          "sendrecv.h), so a part of C steps takes (C + 1) / C of its transfer; "
+                          "C from NCCL's split of the operation over its p2p channels "
+                          "(model/nccl-p2p.h). false: one copy, as NCCL's direct mode of ranks "
+                          "in one process",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&NcclWorld::m_p2pCopyOut),
                           MakeBooleanChecker())
             .AddAttribute("Fidelity",
                           "chunk: every collective runs chunk by chunk through the backend. "
@@ -962,6 +1028,39 @@ bool
 NcclWorld::IsPxn() const
 {
     return m_pxn;
+}
+
+bool
+NcclWorld::P2pCopyOut() const
+{
+    return m_p2pCopyOut;
+}
+
+double
+NcclWorld::NetGBps(uint32_t gpu) const
+{
+    Ptr<ClusterTopology> topo = GetTopology();
+    const uint32_t nic = topo->NicOf(gpu);
+    if (nic == UINT32_MAX)
+    {
+        return 0;
+    }
+    double bps = std::numeric_limits<double>::infinity();
+    for (uint32_t l : topo->OutLinks(topo->GpuVertex(gpu)))
+    {
+        if (topo->Links()[l].to == nic)
+        {
+            bps = std::min(bps, topo->Links()[l].bitsPerSec);
+        }
+    }
+    for (uint32_t l : topo->OutLinks(nic))
+    {
+        if (topo->Links()[l].kind == TopoLinkKind::Nic)
+        {
+            bps = std::min(bps, topo->Links()[l].bitsPerSec);
+        }
+    }
+    return std::isfinite(bps) ? bps / 8e9 : 0;
 }
 
 uint32_t

@@ -18,6 +18,7 @@
 
 #include "ns3/application.h"
 #include "ns3/nccl-calibration.h"
+#include "ns3/nccl-p2p.h"
 #include "ns3/network-backend.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
@@ -74,6 +75,9 @@ struct CollectivePlan
     /// Point-to-point traffic (AllToAll, Send/Recv) between servers leaves through the NIC on
     /// the peer's rail, reached over NVLink (NCCL's PXN)
     bool pxn = false;
+    /// Send / Recv in one copy into the peer's buffer (gpusim::kCollOneCopy): no copy out of
+    /// NCCL's FIFO (NcclWorld P2pCopyOut)
+    bool oneCopy = false;
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };
 
@@ -190,6 +194,9 @@ class Communicator : public Object
               uint64_t flowKey,
               StepStart start,
               std::function<void()> delivered);
+    /// What NCCL's point-to-point split depends on (model/nccl-p2p.h), computed once the
+    /// members are known.
+    const gpusim::NcclP2pComm& P2pComm() const;
     /// Members grouped by server (ServerGroups(0)) when every server has the same number of
     /// them (>= 2) and all reach an NVSwitch; empty otherwise (no NVLS possible).
     std::vector<std::vector<uint32_t>> NvlsGroups() const;
@@ -347,6 +354,12 @@ class Communicator : public Object
 
     void FinishRank(uint64_t seq, uint32_t commRank);
     void MatchP2p(uint32_t src, uint32_t dst);
+    /// Point-to-point (plan p2p or direct) between two GPUs of one server: the steps of the
+    /// largest part of NCCL's split of a `payloadBytes` operation when it runs the Simple
+    /// protocol, whose receiving warps copy each step out of the FIFO after the sending warps
+    /// put it in; 0 when NCCL streams it (LL) or the peer is reached through a NIC.
+    uint32_t P2pCopyOutSteps(const CollectivePlan& plan, uint32_t src, uint32_t dst,
+                             double payloadBytes);
     /// The step-graph executor of a new instance (nccl-algorithms.h).
     /// `sent` (optional) counts the transfers with a payload by (src, dst, flow key).
     std::unique_ptr<CollectiveExecutor> MakeExecutor(const gpusim::Op& op,
@@ -376,6 +389,9 @@ class Communicator : public Object
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_sends; //!< (src,dst)
     std::map<std::pair<uint32_t, uint32_t>, std::deque<P2pPost>> m_recvs; //!< (src,dst)
     uint64_t m_p2pTransfers = 0;
+    /// What NCCL's point-to-point split depends on (P2pCopyOutSteps), fixed once the members
+    /// are (p2pComm.nRanks == 0: not computed yet).
+    mutable gpusim::NcclP2pComm m_p2pComm{0, 0, 0, 0};
 };
 
 class NcclWorld : public Object
@@ -457,6 +473,12 @@ class NcclWorld : public Object
     bool IsRingFlows() const;
     /// Pxn attribute: NCCL relays point-to-point traffic through the GPU on the peer's rail.
     bool IsPxn() const;
+    /// P2pCopyOut attribute: Simple point-to-point over NVLink pays its receiver's copy of the
+    /// last step out of the FIFO.
+    bool P2pCopyOut() const;
+    /// Bandwidth (GB/s) of GPU `gpu`'s path to its NIC, the narrower of its PCIe and NIC links
+    /// (NCCL's netBw for the network channels per peer); 0 without a NIC.
+    double NetGBps(uint32_t gpu) const;
     /// Trees of a tree plan whose rings have `channels` channels (mirrored pairs).
     uint32_t TreeChannels(uint32_t channels) const;
     /// Chunks a ring connection between servers keeps in flight (RingNetSlots).
@@ -544,6 +566,7 @@ class NcclWorld : public Object
     uint32_t m_treeNetSlots;
     bool m_treesOnAllNics;
     bool m_pxn;
+    bool m_p2pCopyOut;
     std::string m_fidelity;              //!< chunk | collective | auto
     double m_fidelitySkew;               //!< join skew a replay allows, fraction of its span
     bool m_ringFlows = false;            //!< collective fidelity: ring collectives as edge flows

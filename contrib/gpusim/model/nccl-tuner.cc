@@ -691,14 +691,26 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
         }
         plan.channels = perServer;
     }
-    if (kind == CollKind::Send || kind == CollKind::Recv || kind == CollKind::AllToAll)
+    const bool p2p =
+        kind == CollKind::Send || kind == CollKind::Recv || kind == CollKind::AllToAll;
+    if (p2p)
     {
         plan.channels = 1;
         plan.pxn = m_pxn;
     }
     const std::vector<std::string> algos = CandidateAlgorithms(kind, comm);
     std::vector<std::string> protos;
-    if (m_protocol == "auto")
+    if (m_protocol == "auto" && p2p)
+    {
+        // NCCL's tuner does not choose for point-to-point: each peer's operation runs LL when
+        // its parts hold at most NCCL_P2P_LL_THRESHOLD, else Simple; never LL128
+        // (src/enqueue.cc addP2pToPlan; model/nccl-p2p.h).
+        const uint64_t perPeer = kind == CollKind::AllToAll
+                                     ? bytes / std::max<uint32_t>(1, comm.GetNRanks())
+                                     : bytes;
+        protos = {gpusim::NcclSplitP2p(perPeer, false, comm.P2pComm()).ll ? "ll" : "simple"};
+    }
+    else if (m_protocol == "auto")
     {
         protos = {"simple", "ll128", "ll"};
     }

@@ -381,6 +381,7 @@ ParseCollectiveFields(const LineReader& r, Op& op)
     op.root = r.Signed32("root", -1);
     op.peer = r.Signed32("peer", -1);
     op.group = r.Unsigned("group", 0);
+    op.flags = static_cast<uint32_t>(r.UnsignedAtMost("flags", 0, kCollOneCopy));
     if ((op.coll == CollKind::Send || op.coll == CollKind::Recv) && op.peer < 0)
     {
         r.Fail("send/recv needs 'peer'");
@@ -890,6 +891,10 @@ OpToJsonLine(const Op& op)
         if (op.group)
         {
             w.Key("group").Uint(op.group);
+        }
+        if (op.flags)
+        {
+            w.Key("flags").Uint(op.flags);
         }
         break;
     case OpKind::ThreadSignal:

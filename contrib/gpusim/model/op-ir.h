@@ -104,6 +104,11 @@ struct GemmShape
 };
 
 /// One operation. A flat record: which fields matter depends on kind (see doc/op-ir.md).
+/// Op::flags of a Send / Recv: the bytes go in one copy into the peer's buffer (Transformer
+/// Engine's userbuffers on the copy engines, NCCL's direct mode between ranks of one process)
+/// instead of NCCL's FIFO and the receiver's copy out of it.
+constexpr uint32_t kCollOneCopy = 1;
+
 struct Op
 {
     OpKind kind = OpKind::HostWork;
@@ -131,6 +136,7 @@ struct Op
                           //!< call's return when it had to wait (the runtime's wake-up)
     // Events / streams / memory.
     uint64_t event = 0;
+    /// StreamCreate: 1 = non-blocking. Collective (Send / Recv): kCollOneCopy.
     uint32_t flags = 0;
     int32_t priority = 0;
     uint64_t ptr = 0;

@@ -204,6 +204,7 @@ HashOps(const std::vector<Op>& ops, const std::vector<Op>* ownInits, bool withTi
             }
             h.Value(peer);
             h.Value(op.group ? groups.Of(op.group) + 1 : 0);
+            h.Value(op.flags);
             break;
         }
         case OpKind::ThreadSignal:

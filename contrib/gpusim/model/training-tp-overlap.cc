@@ -93,6 +93,7 @@ RankGenerator::RingGatherGemm(const std::string& name, double m, double n, doubl
             op.bytes = static_cast<uint64_t>(std::llround(chunkBytes));
             op.count = op.bytes / DataTypeSize(op.dtype);
             op.group = group;
+            op.flags = kCollOneCopy; // userbuffers: the copy engines write into the peer
         }
         arrived[step] = RecordEvent(kTpComm);
     }

@@ -709,6 +709,45 @@ TEST_F(Collectives, AllToAllLeavesThroughThePeersRail)
     EXPECT_GT(DurationUs(direct), 1.2 * DurationUs(pxn));
 }
 
+TEST_F(Collectives, NvlinkPointToPointPaysItsReceiversCopyOfTheLastStep)
+{
+    // One dgx-h100 server, AllToAll: NCCL splits each peer's operation into parts of 512 KiB
+    // steps (model/nccl-p2p.h): 4 MiB per peer (32 MiB AllToAll) is 4 parts of 2 steps, 8 MiB
+    // (64 MiB) 4 parts of 4 steps, 128 MiB (1 GiB) 8 parts of 32 steps. The receiving warps
+    // copy each step out after it arrived, so the transfer takes (C + 1) / C of its bytes'
+    // time B: the copy-out adds B / C. B grows with the size and C with it, so 32 and 64 MiB
+    // add the same B(32 MiB) / 2, which the two sizes without the copy-out give as the
+    // difference of their times; 1 GiB adds B(1 GiB) / 32.
+    auto h1 = Preset("dgx-h100", 1);
+    auto run = [&](uint64_t bytes, bool copyOut) {
+        Config::SetDefault("ns3::NcclWorld::P2pCopyOut", BooleanValue(copyOut));
+        const double us = DurationUs(RunRecord(h1, bytes, 0, "auto", "auto", CollKind::AllToAll));
+        Config::SetDefault("ns3::NcclWorld::P2pCopyOut", BooleanValue(true));
+        return us;
+    };
+    const double off32 = run(32 << 20, false);
+    const double off64 = run(64 << 20, false);
+    const double bytes32 = off64 - off32; // B(64) - B(32) = B(32): linear in the bytes
+    EXPECT_GT(bytes32, 60.0);             // 28 MiB per GPU over NVLink: ~80 us
+    EXPECT_NEAR(run(32 << 20, true) - off32, bytes32 / 2, 0.5);
+    EXPECT_NEAR(run(64 << 20, true) - off64, bytes32 / 2, 0.5);
+    const double bytes1g = 32 * bytes32;
+    EXPECT_NEAR(run(1ull << 30, true) - run(1ull << 30, false), bytes1g / 32, 1.0);
+}
+
+TEST_F(Collectives, PointToPointRunsLlOrSimpleByNcclsRuleNotTheTuner)
+{
+    // NCCL picks no protocol for point-to-point: an operation runs LL when its parts hold at
+    // most 16 KiB each, Simple otherwise, never LL128 (src/enqueue.cc addP2pToPlan). On
+    // 2 x dgx-a100 (16 ranks, 2 channels per peer, nChannelsMin 2, parts of >= 64 KiB): a
+    // 256 KiB AllToAll sends 16 KiB per peer in one part: LL; 1 MiB sends 64 KiB in one part:
+    // Simple, where the tuner's cost model took LL128. A forced protocol still applies.
+    auto a2 = Preset("dgx-a100", 2);
+    EXPECT_EQ(RunRecord(a2, 256 << 10, 0, "auto", "auto", CollKind::AllToAll).plan.proto, "ll");
+    EXPECT_EQ(RunRecord(a2, 1 << 20, 0, "auto", "auto", CollKind::AllToAll).plan.proto, "simple");
+    EXPECT_EQ(RunRecord(a2, 1 << 20, 0, "auto", "ll128", CollKind::AllToAll).plan.proto, "ll128");
+}
+
 TEST_F(Collectives, NvlsTreeKeepsItsBandwidthBeyondOneLeafGroup)
 {
     // 512 MiB AllReduce on dgx-h100 (NVLSTree). Up to 32 servers every rail is one leaf; from

@@ -116,6 +116,27 @@ TEST(OpIr, GemmSmMarginRoundTripsAndIsChecked)
     EXPECT_THROW(ParseOpLine(bad, "f", 1), TraceFormatError);
 }
 
+TEST(OpIr, OneCopySendRecvFlagRoundTripsAndIsChecked)
+{
+    Op op;
+    op.kind = OpKind::Collective;
+    op.coll = CollKind::Send;
+    op.comm = "tp";
+    op.peer = 1;
+    op.bytes = 4096;
+    op.count = 2048;
+    op.dtype = DataType::BF16;
+    op.flags = kCollOneCopy;
+    const std::string line = OpToJsonLine(op);
+    EXPECT_NE(line.find("\"flags\":1"), std::string::npos) << line;
+    EXPECT_EQ(ParseOpLine(line, "f", 1).flags, kCollOneCopy);
+    op.flags = 0;
+    EXPECT_EQ(OpToJsonLine(op).find("flags"), std::string::npos); // absent when 0
+    std::string bad = line;
+    bad.replace(bad.find("\"flags\":1"), 9, "\"flags\":4");
+    EXPECT_THROW(ParseOpLine(bad, "f", 1), TraceFormatError);
+}
+
 TEST(OpIr, MalformedLinesNameFileLineAndReason)
 {
     ExpectBad("{\"op\":\"kernel\"}\n{\"op\":\"kernel\",\"stream\":\n", "invalid JSON", 2);

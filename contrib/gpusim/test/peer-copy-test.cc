@@ -43,7 +43,8 @@ struct SimRun
 };
 
 SimRun
-Simulate(const JobBuilder& job, const gpusim::ClusterSpec& spec, bool network = true)
+Simulate(std::shared_ptr<const gpusim::JobTrace> job, const gpusim::ClusterSpec& spec,
+         bool network = true)
 {
     GpuClusterHelper cluster;
     cluster.SetSpec(spec);
@@ -58,10 +59,16 @@ Simulate(const JobBuilder& job, const gpusim::ClusterSpec& spec, bool network = 
     h.SetNcclAttribute("Efficiency", DoubleValue(1)); // NCCL at wire speed, no latencies
     h.SetCostModel("ns3::RooflineCostModel");
     SimRun r;
-    r.w = h.Install(job.BuildShared(), gpus);
+    r.w = h.Install(job, gpus);
     Simulator::Run();
     r.report = r.w->Check();
     return r;
+}
+
+SimRun
+Simulate(const JobBuilder& job, const gpusim::ClusterSpec& spec, bool network = true)
+{
+    return Simulate(job.BuildShared(), spec, network);
 }
 
 /// Duration (us) of the single p2p copy of the run.
@@ -163,9 +170,43 @@ TEST_F(PeerCopy, SharesTheLinkWithAConcurrentNcclSend)
     SimRun r = Simulate(job, Spec(1, 2));
     ASSERT_TRUE(r.report.completed) << r.report.stuck;
     EXPECT_NEAR(CopyUs(r), expected, 0.01) << "expected " << expected << " us";
-    // The send finished before the copy: 1 us alone at B, then B/2 until drained.
+    // The send's bytes were in before the copy's: 1 us alone at B, then B/2 until drained.
+    // NCCL cuts 256 MiB to one peer into 16 parts of 32 steps of 512 KiB (model/nccl-p2p.h),
+    // and the receiver copies the last step out of its FIFO after it arrived: 1/32 of the
+    // transfer's time later.
     const double sendDrained = 1.0 + 2 * (kBytes - B * 1e-6) / B * 1e6;
-    EXPECT_NEAR(CommEndUs(r), sendDrained + 2 * 0.5, 0.01);
+    EXPECT_NEAR(CommEndUs(r), (sendDrained + 2 * 0.5) * 33 / 32, 0.01);
+}
+
+TEST_F(PeerCopy, OneCopySendRecvSkipsNcclsCopyOutOfItsFifo)
+{
+    // The 256 MiB Send/Recv above, alone: S / B plus two 0.5 us hops on the wire. Through
+    // NCCL's FIFO the receiver copies the last of 32 steps out after it arrived, 1/32 of the
+    // transfer later; in one copy into the peer's buffer (gpusim::kCollOneCopy: Transformer
+    // Engine's userbuffers, NCCL's direct mode) it does not.
+    JobBuilder job(2);
+    job.AllRanks().CommInit("c");
+    job.Rank(0).Send(2, "c", 1, kBytes).SyncDevice();
+    job.Rank(1).Recv(2, "c", 0, kBytes).SyncDevice();
+    const double transfer = kBytes / 450e9 * 1e6 + 2 * 0.5;
+    SimRun fifo = Simulate(job, Spec(1, 2));
+    ASSERT_TRUE(fifo.report.completed) << fifo.report.stuck;
+    EXPECT_NEAR(CommEndUs(fifo), transfer * 33 / 32, 0.01);
+    Simulator::Destroy();
+    auto oneCopy = std::make_shared<gpusim::JobTrace>(job.Build());
+    for (auto& rank : oneCopy->ranks)
+    {
+        for (auto& op : rank.ops)
+        {
+            if (op.kind == gpusim::OpKind::Collective)
+            {
+                op.flags = gpusim::kCollOneCopy;
+            }
+        }
+    }
+    SimRun direct = Simulate(oneCopy, Spec(1, 2));
+    ASSERT_TRUE(direct.report.completed) << direct.report.stuck;
+    EXPECT_NEAR(CommEndUs(direct), transfer, 0.01);
 }
 
 TEST_F(PeerCopy, ContendsWithAConcurrentAllReduce)
