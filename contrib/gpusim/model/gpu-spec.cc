@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 namespace ns3
 {
@@ -99,6 +100,21 @@ LookupGpuSpec(const std::string& model, GpuSpec& out)
                             {128, 32768, 0.621, 0.445}, {128, 65536, 0.624, 0.434},
                             {64, 2048, 0.365, 0.249},  {64, 8192, 0.462, 0.331},
                             {64, 32768, 0.482, 0.343}, {64, 65536, 0.465, 0.352}};
+        // 16-bit GEMMs as cuBLAS runs them under PyTorch (bench/device/megatron-kernels.py,
+        // test/data/h100/h100-megatron-kernels-2026-11-26{,-rerun}.json, doc/validation.md
+        // "Kernels on a real H100"), by forward shape: 6 x 2 m n k over the summed time of the
+        // forward, input-gradient and weight-gradient GEMMs of both runs, over the 989.5
+        // TFLOP/s peak (so a layer's three GEMMs, which the generator prices as one of the
+        // forward's shape and one of twice its work, take their measured total).
+        s.gemmTable = {{8192, 2304, 6144, 0.699},   {8192, 6144, 768, 0.632},
+                       {8192, 3072, 6144, 0.730},   {8192, 6144, 3072, 0.708},
+                       {2048, 4608, 12288, 0.690},  {2048, 12288, 1536, 0.589},
+                       {2048, 6144, 12288, 0.658},  {2048, 12288, 6144, 0.645},
+                       {2048, 7680, 20480, 0.683},  {2048, 20480, 2560, 0.614},
+                       {2048, 10240, 20480, 0.683}, {2048, 20480, 10240, 0.656},
+                       {32768, 6912, 2304, 0.672},  {32768, 2304, 2304, 0.583},
+                       {32768, 9216, 2304, 0.661},  {32768, 2304, 9216, 0.647},
+                       {2048, 2048, 13312, 0.660},  {8192, 8192, 8192, 0.732}};
         out = s;
         return true;
     }
@@ -209,6 +225,44 @@ GpuSpec::AttentionEfficiency(uint64_t headDim, uint64_t keys, bool backward) con
     auto lo = std::prev(hi);
     const double x = double(headDim - lo->first) / double(hi->first - lo->first);
     return atLength(lo->second) + x * (atLength(hi->second) - atLength(lo->second));
+}
+
+double
+GpuSpec::MeasuredGemmEfficiency(double m, double n, double k) const
+{
+    if (gemmTable.empty() || m <= 0 || n <= 0 || k <= 0)
+    {
+        return 0;
+    }
+    std::vector<double> all;
+    double weighted = 0;
+    double weights = 0;
+    double nearest = std::numeric_limits<double>::infinity();
+    for (const GemmPoint& p : gemmTable)
+    {
+        all.push_back(p.efficiency);
+        const double dm = std::log2(m / p.m);
+        const double dn = std::log2(n / p.n);
+        const double dk = std::log2(k / p.k);
+        const double octaves = std::max({std::abs(dm), std::abs(dn), std::abs(dk)});
+        if (octaves >= 1)
+        {
+            continue;
+        }
+        nearest = std::min(nearest, octaves);
+        const double w = 1.0 / (dm * dm + dn * dn + dk * dk + 1e-6);
+        weighted += w * p.efficiency;
+        weights += w;
+    }
+    std::sort(all.begin(), all.end());
+    const size_t h = all.size() / 2;
+    const double median = all.size() % 2 ? all[h] : 0.5 * (all[h - 1] + all[h]);
+    if (weights == 0)
+    {
+        return median;
+    }
+    const double near = weighted / weights;
+    return near + nearest * (median - near);
 }
 
 std::string

@@ -53,6 +53,22 @@ struct GpuSpec
     /// log(keys) between measured lengths and in the head dim between measured dims, clamped to
     /// the measured range; 0 when the table is empty.
     double AttentionEfficiency(uint64_t headDim, uint64_t keys, bool backward) const;
+    /// 16-bit GEMMs timed on this GPU (cuBLAS through PyTorch): shape and achieved fraction of
+    /// the 16-bit peak, the mean of their forward, input-gradient and weight-gradient layouts.
+    /// Empty: none. KernelCostModel's MeasuredGemms prices GEMMs from it.
+    struct GemmPoint
+    {
+        uint32_t m;
+        uint32_t n;
+        uint32_t k;
+        double efficiency;
+    };
+    std::vector<GemmPoint> gemmTable;
+    /// Efficiency of an m x n x k GEMM from gemmTable: the measured shapes within one octave
+    /// of it in every dimension, weighted by closeness in log2(m, n, k), blended into the
+    /// table's median as the nearest of them lies further (the median alone from one octave
+    /// on); 0 when the table is empty.
+    double MeasuredGemmEfficiency(double m, double n, double k) const;
     /// Shape-dependent GEMM model (KernelCostModel attribute GemmShapeModel; doc/validation.md
     /// "GEMM shape model"): fraction of the dense 16-bit tensor peak that a 256x128 output
     /// tile reaches on its SM, so that a GEMM whose tiles fill every SM in every wave runs at

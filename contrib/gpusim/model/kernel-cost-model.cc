@@ -62,6 +62,14 @@ KernelCostModel::GetTypeId()
                           "waves over the SMs instead of ComputeEfficiency",
                           BooleanValue(false),
                           MakeBooleanAccessor(&KernelCostModel::m_gemmShapeModel),
+                          MakeBooleanChecker())
+            .AddAttribute("MeasuredGemms",
+                          "FP16/BF16/FP8 GEMMs with a shape, on a GPU with timed GEMMs "
+                          "(GpuSpec::gemmTable): the efficiency of the measured shapes near it "
+                          "(GpuSpec::MeasuredGemmEfficiency; FP8 times the GPU's FP8 / 16-bit "
+                          "ratio) instead of ComputeEfficiency",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&KernelCostModel::m_measuredGemms),
                           MakeBooleanChecker());
     return tid;
 }
@@ -226,6 +234,11 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
     else if (flops > 0)
     {
         double efficiency = m_computeEfficiency;
+        if (!attention && m_measuredGemms && (half || fp8) && op.gemm.m)
+        {
+            const double measured = spec.MeasuredGemmEfficiency(op.gemm.m, op.gemm.n, op.gemm.k);
+            efficiency = measured > 0 ? measured : efficiency;
+        }
         if (attention)
         {
             // The attribute, else the GPU's measurement for this head dim and key length, else

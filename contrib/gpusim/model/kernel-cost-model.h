@@ -77,6 +77,7 @@ class KernelCostModel : public Object
     double m_memoryEfficiency;  //!< fraction of HBM bandwidth reached by memory-bound kernels
     double m_minKernelUs;       //!< smallest kernel time (launch + tail), microseconds
     bool m_gemmShapeModel;      //!< 16-bit / FP8 GEMMs with a shape: tile and wave quantization
+    bool m_measuredGemms;       //!< 16-bit / FP8 GEMMs with a shape: the GPU's timed GEMMs
 
   private:
     struct ScaleRule

@@ -4,6 +4,7 @@
 // (doc/validation.md, "Kernels on a real H100").
 #include "kernel-op-test-util.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/gpu-spec.h"
 #include "ns3/kernel-cost-model.h"
@@ -14,6 +15,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -181,4 +183,68 @@ TEST(H100Measurements, AttentionTableIsTheMeasurement)
         ++n;
     }
     EXPECT_EQ(n, 8);
+}
+
+TEST(H100Measurements, GemmTableIsTheMeasurement)
+{
+    // gpu-spec.cc's H100 GEMM table against the files it was computed from: per forward shape,
+    // 6 x 2 m n k over the summed time of its forward, input- and weight-gradient GEMMs in both
+    // runs, over the 989.5 TFLOP/s peak, to 0.001. Each shape looks itself up exactly.
+    GpuSpec h100;
+    ASSERT_TRUE(LookupGpuSpec("h100-sxm", h100));
+    simdjson::dom::parser parser[2];
+    simdjson::dom::element docs[2];
+    for (int r = 0; r < 2; ++r)
+    {
+        const std::string file = kDir + "h100-megatron-kernels-" + kRuns[r] + ".json";
+        ASSERT_EQ(parser[r].load(file).get(docs[r]), simdjson::SUCCESS);
+    }
+    simdjson::dom::array first = docs[0]["gemms"].get_array();
+    simdjson::dom::array second = docs[1]["gemms"].get_array();
+    ASSERT_EQ(first.size(), h100.gemmTable.size());
+    for (size_t i = 0; i < first.size(); ++i)
+    {
+        const auto m = uint64_t(first.at(i)["m"]), n = uint64_t(first.at(i)["n"]),
+                   k = uint64_t(first.at(i)["k"]);
+        double ms = 0;
+        for (simdjson::dom::element g : {first.at(i).value(), second.at(i).value()})
+        {
+            ASSERT_EQ(uint64_t(g["m"]), m);
+            for (const char* layout : {"fwd", "dgrad", "wgrad"})
+            {
+                ms += Number(g["ms"][layout]);
+            }
+        }
+        const double efficiency = 6 * 2.0 * m * n * k / (ms * 1e-3) / 989.5e12;
+        EXPECT_EQ(h100.gemmTable[i].m, m);
+        EXPECT_EQ(h100.gemmTable[i].n, n);
+        EXPECT_EQ(h100.gemmTable[i].k, k);
+        EXPECT_NEAR(h100.gemmTable[i].efficiency, efficiency, 1e-3)
+            << std::string_view(first.at(i)["name"]);
+        EXPECT_NEAR(h100.MeasuredGemmEfficiency(m, n, k), h100.gemmTable[i].efficiency, 1e-4);
+    }
+}
+
+TEST(H100Measurements, MeasuredGemmsBlendIntoTheMedianAwayFromTheTimedShapes)
+{
+    // The 18 efficiencies' median is 0.6605 (0.660 and 0.661). 8192^3 was timed (0.732); half
+    // an octave away in m only the square is within one octave of it: halfway to the median.
+    // Far from every timed shape (128^3, decode-like): the median. The cost model prices a
+    // GEMM with MeasuredGemms at it: 2 m n k / (989.5 TFLOP/s x efficiency).
+    GpuSpec h100;
+    ASSERT_TRUE(LookupGpuSpec("h100-sxm", h100));
+    const double median = 0.6605;
+    EXPECT_NEAR(h100.MeasuredGemmEfficiency(8192 * std::sqrt(2.0), 8192, 8192),
+                0.732 + 0.5 * (median - 0.732), 1e-6);
+    EXPECT_NEAR(h100.MeasuredGemmEfficiency(128, 128, 128), median, 1e-9);
+    GpuSpec a100;
+    ASSERT_TRUE(LookupGpuSpec("a100-sxm", a100));
+    EXPECT_EQ(a100.MeasuredGemmEfficiency(8192, 8192, 8192), 0.0); // no timed GEMMs
+    Ptr<RooflineCostModel> cm = CreateObject<RooflineCostModel>();
+    const Op op = GemmOp(8192, 8192, 8192);
+    EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(),
+                2.0 * 8192 * 8192 * 8192 / (989.5e12 * 0.7), 1e-8);
+    cm->SetAttribute("MeasuredGemms", BooleanValue(true));
+    EXPECT_NEAR(cm->GetDuration(op, h100).GetSeconds(),
+                2.0 * 8192 * 8192 * 8192 / (989.5e12 * 0.732), 1e-8);
 }

@@ -436,6 +436,10 @@ SimulateRow(const TrainingValidationRow& row, double gemmEfficiency, double memo
     // Every GEMM at the GPU's measured efficiency (or the what-if's); on request the shape
     // model instead (tile and wave quantization, GpuSpec::gemmTileEfficiency).
     helper.SetCostModelAttribute("GemmShapeModel", BooleanValue(shapeModel));
+    // A GPU with timed GEMMs (the H100 and H200) prices each GEMM from those of its shape;
+    // the what-ifs (--gemm-efficiency, --gemm-shape-model) replace them.
+    helper.SetCostModelAttribute("MeasuredGemms",
+                                 BooleanValue(!shapeModel && gemmEfficiency <= 0));
     if (gpu.gemmEfficiency > 0)
     {
         helper.SetCostModelAttribute("ComputeEfficiency", DoubleValue(gpu.gemmEfficiency));
