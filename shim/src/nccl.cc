@@ -212,6 +212,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   int dev;
   unsigned long long seq = 0;
   size_t bytes;
+  bool oneCopy = false;
   {
     std::shared_lock<std::shared_mutex> lock(g_mu);
     if (!comm || !Comms().count(comm)) return Fail(ncclInvalidArgument, "invalid communicator");
@@ -234,6 +235,14 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
       default: bytes = a.count * elt; break;
     }
     if (a.kind != Coll::Send && a.kind != Coll::Recv) seq = comm->seq.fetch_add(1, std::memory_order_relaxed);
+    // A peer held by this process (ncclCommInitAll, nccl-tests -g N): NCCL connects the two
+    // ranks in its direct mode and the sender writes into the receiver's buffer in one copy.
+    if (a.peer != kNone && a.peer != comm->rank)
+      for (const ncclComm* c : Comms())
+        if (c != comm && !c->finalized && c->rank == a.peer && std::strcmp(c->id, comm->id) == 0) {
+          oneCopy = true;
+          break;
+        }
   }
   if (!Recording()) return ncclSuccess;
   Line l(dev, "coll");
@@ -244,6 +253,7 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
   if (a.peer != kNone) l.Int("peer", a.peer);
   if (a.reduces) l.Str("redop", OpName(a.op));
   if (t_group) l.U64("group", t_group);
+  if (oneCopy) l.U64("flags", 1);  // gpusim::kCollOneCopy
   if (!t_group) ChargeApi(ApiCost::NcclLaunch);  // an ungrouped call launches its kernel at once
   l.Int("stream", s.id).Commit();
   if (t_group && dev >= 0 && dev < 64) t_groupDevices |= 1ull << dev;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <thread>
 #include <vector>
@@ -290,6 +291,46 @@ TEST(Recorder, Fp32GemmsRecordTheirMath) {
     EXPECT_EQ(k[i].Get("dtype"), want[i]) << k[i].line;
     EXPECT_EQ(k[i].Int("mem_bytes"), 3 * 64 * 64 * 4) << "FP32 storage whatever the math";
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Send/Recv between two GPUs of this process (ncclCommInitAll, as nccl-tests -g N): NCCL's
+// direct mode writes into the peer's buffer in one copy, so the ops carry flags 1
+// (gpusim::kCollOneCopy); the NCCL model then skips its receiver's copy out of the FIFO.
+TEST(Recorder, SendRecvToAPeerOfThisProcessIsOneCopy) {
+  const char* dir = getenv("GPUSIM_RECORD_DIR");
+  if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
+  ncclComm_t comms[2];
+  int devs[2] = {6, 7};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess);
+  void* buf[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cudaSetDevice(devs[i]), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&buf[i], 4096), cudaSuccess);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(buf[0], 1024, ncclFloat, 1, comms[0], 0), ncclSuccess);
+  ASSERT_EQ(ncclRecv(buf[1], 1024, ncclFloat, 0, comms[1], 0), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(ncclCommDestroy(comms[i]), ncclSuccess);
+    ASSERT_EQ(cudaSetDevice(devs[i]), cudaSuccess);
+    ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // flushes the device's file
+  }
+  // Which file a device's ops land in depends on the ranks the earlier tests bound: read all.
+  std::vector<Op> sends, recvs;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".jsonl") continue;
+    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "send")) sends.push_back(o);
+    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "recv")) recvs.push_back(o);
+  }
+  ASSERT_EQ(sends.size(), 1u);
+  ASSERT_EQ(recvs.size(), 1u);
+  EXPECT_EQ(sends[0].Int("flags"), 1) << sends[0].line;
+  EXPECT_EQ(recvs[0].Int("flags"), 1) << recvs[0].line;
 }
 
 }  // namespace
