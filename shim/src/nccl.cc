@@ -237,12 +237,19 @@ ncclResult_t Issue(ncclComm* comm, const CollArgs& a, cudaStream_t stream) {
     if (a.kind != Coll::Send && a.kind != Coll::Recv) seq = comm->seq.fetch_add(1, std::memory_order_relaxed);
     // A peer held by this process (ncclCommInitAll, nccl-tests -g N): NCCL connects the two
     // ranks in its direct mode and the sender writes into the receiver's buffer in one copy.
-    if (a.peer != kNone && a.peer != comm->rank)
+    // An AllToAll is marked so when the process holds every rank of the communicator.
+    if (a.peer != kNone && a.peer != comm->rank) {
       for (const ncclComm* c : Comms())
         if (c != comm && !c->finalized && c->rank == a.peer && std::strcmp(c->id, comm->id) == 0) {
           oneCopy = true;
           break;
         }
+    } else if (a.kind == Coll::AllToAll && comm->nranks > 1) {
+      int held = 0;
+      for (const ncclComm* c : Comms())
+        if (!c->finalized && std::strcmp(c->id, comm->id) == 0) ++held;
+      oneCopy = held == comm->nranks;
+    }
   }
   if (!Recording()) return ncclSuccess;
   Line l(dev, "coll");

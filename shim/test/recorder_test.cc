@@ -297,9 +297,10 @@ TEST(Recorder, Fp32GemmsRecordTheirMath) {
 
 namespace {
 
-// Send/Recv between two GPUs of this process (ncclCommInitAll, as nccl-tests -g N): NCCL's
-// direct mode writes into the peer's buffer in one copy, so the ops carry flags 1
-// (gpusim::kCollOneCopy); the NCCL model then skips its receiver's copy out of the FIFO.
+// Send/Recv between two GPUs of this process (ncclCommInitAll, as nccl-tests -g N), and an
+// AllToAll whose every rank it holds: NCCL's direct mode writes into the peer's buffer in one
+// copy, so the ops carry flags 1 (gpusim::kCollOneCopy); the NCCL model then skips its
+// receiver's copy out of the FIFO.
 TEST(Recorder, SendRecvToAPeerOfThisProcessIsOneCopy) {
   const char* dir = getenv("GPUSIM_RECORD_DIR");
   if (!dir) GTEST_SKIP() << "run with GPUSIM_RECORD_DIR set (ctest does)";
@@ -315,22 +316,30 @@ TEST(Recorder, SendRecvToAPeerOfThisProcessIsOneCopy) {
   ASSERT_EQ(ncclSend(buf[0], 1024, ncclFloat, 1, comms[0], 0), ncclSuccess);
   ASSERT_EQ(ncclRecv(buf[1], 1024, ncclFloat, 0, comms[1], 0), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  // An AllToAll whose every rank this process holds.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(ncclAlltoAll(buf[i], buf[i], 256, ncclFloat, comms[i], 0), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(ncclCommDestroy(comms[i]), ncclSuccess);
     ASSERT_EQ(cudaSetDevice(devs[i]), cudaSuccess);
     ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // flushes the device's file
   }
   // Which file a device's ops land in depends on the ranks the earlier tests bound: read all.
-  std::vector<Op> sends, recvs;
+  std::vector<Op> sends, recvs, alltoalls;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".jsonl") continue;
     for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "send")) sends.push_back(o);
     for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "recv")) recvs.push_back(o);
+    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "alltoall")) alltoalls.push_back(o);
   }
   ASSERT_EQ(sends.size(), 1u);
   ASSERT_EQ(recvs.size(), 1u);
   EXPECT_EQ(sends[0].Int("flags"), 1) << sends[0].line;
   EXPECT_EQ(recvs[0].Int("flags"), 1) << recvs[0].line;
+  ASSERT_EQ(alltoalls.size(), 2u);
+  for (const Op& o : alltoalls) EXPECT_EQ(o.Int("flags"), 1) << o.line;
 }
 
 }  // namespace

@@ -331,12 +331,14 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done,
         if (m_world->IsCollectiveFidelity())
         {
             // The executor waits for the first executor join, where Decide() picks the mode.
+            const bool oneCopy = (op->flags & gpusim::kCollOneCopy) != 0;
             const MemoKey key{static_cast<int>(op->coll), op->bytes, static_cast<int>(op->dtype),
-                              op->root};
+                              op->root, oneCopy};
             auto [mit, fresh] = m_memo.try_emplace(key);
             if (fresh)
             {
                 mit->second.plan = PlanFor(op->coll, op->bytes);
+                mit->second.plan.oneCopy = oneCopy;
             }
             inst.memo = &mit->second;
             inst.op = op;
@@ -354,6 +356,8 @@ Communicator::Post(uint32_t commRank, const Op* op, std::function<void()> done,
                 ++m_world->MutableFidelityStats().chunk[static_cast<size_t>(rec.chunkReason)];
             }
             rec.plan = PlanFor(op->coll, op->bytes);
+            // An AllToAll among ranks of one process: NCCL's direct mode, one copy per peer.
+            rec.plan.oneCopy = (op->flags & gpusim::kCollOneCopy) != 0;
             inst.exec = MakeExecutor(*op, rec.plan);
             inst.exec->onRankDone = [this, seq](uint32_t r) { FinishRank(seq, r); };
         }

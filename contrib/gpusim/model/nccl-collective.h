@@ -235,7 +235,8 @@ class Communicator : public Object
         std::vector<uint64_t> railOwn; //!< flows of one loop of the first rail on each ringLink
         bool railsAlike = false; //!< every rail's links are its own and alike the first's
     };
-    using MemoKey = std::tuple<int, uint64_t, int, int32_t>; //!< kind, bytes, dtype, root
+    /// kind, bytes, dtype, root, one copy (gpusim::kCollOneCopy)
+    using MemoKey = std::tuple<int, uint64_t, int, int32_t, bool>;
     using SentCounts = std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint64_t>;
     enum class Mode : uint8_t
     {

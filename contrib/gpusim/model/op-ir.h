@@ -104,9 +104,9 @@ struct GemmShape
 };
 
 /// One operation. A flat record: which fields matter depends on kind (see doc/op-ir.md).
-/// Op::flags of a Send / Recv: the bytes go in one copy into the peer's buffer (Transformer
-/// Engine's userbuffers on the copy engines, NCCL's direct mode between ranks of one process)
-/// instead of NCCL's FIFO and the receiver's copy out of it.
+/// Op::flags of a Send / Recv / AllToAll: the bytes go in one copy into the peer's buffer
+/// (Transformer Engine's userbuffers on the copy engines, NCCL's direct mode between ranks of
+/// one process) instead of NCCL's FIFO and the receiver's copy out of it.
 constexpr uint32_t kCollOneCopy = 1;
 
 struct Op

@@ -37,8 +37,8 @@ struct Result
 };
 
 Result
-RunJob(const JobBuilder& job, const gpusim::ClusterSpec& spec, double efficiency = 0,
-       const std::string& algo = "auto", const std::string& proto = "auto")
+RunJob(std::shared_ptr<const gpusim::JobTrace> job, const gpusim::ClusterSpec& spec,
+       double efficiency = 0, const std::string& algo = "auto", const std::string& proto = "auto")
 {
     GpuClusterHelper cluster;
     cluster.SetSpec(spec);
@@ -51,10 +51,17 @@ RunJob(const JobBuilder& job, const gpusim::ClusterSpec& spec, double efficiency
     h.SetNcclAttribute("Algorithm", StringValue(algo));
     h.SetNcclAttribute("Protocol", StringValue(proto));
     Result r;
-    r.w = h.Install(job.BuildShared(), gpus);
+    r.w = h.Install(job, gpus);
     Simulator::Run();
     r.report = r.w->Check();
     return r;
+}
+
+Result
+RunJob(const JobBuilder& job, const gpusim::ClusterSpec& spec, double efficiency = 0,
+       const std::string& algo = "auto", const std::string& proto = "auto")
+{
+    return RunJob(job.BuildShared(), spec, efficiency, algo, proto);
 }
 
 /// Simulated time (us) of one collective of `bytes` on all ranks.
@@ -733,6 +740,22 @@ TEST_F(Collectives, NvlinkPointToPointPaysItsReceiversCopyOfTheLastStep)
     EXPECT_NEAR(run(64 << 20, true) - off64, bytes32 / 2, 0.5);
     const double bytes1g = 32 * bytes32;
     EXPECT_NEAR(run(1ull << 30, true) - run(1ull << 30, false), bytes1g / 32, 1.0);
+    // Flagged as one copy (gpusim::kCollOneCopy: the shim's ranks of one process), the
+    // AllToAll skips the copy-out: the time without it.
+    JobBuilder job(h1.TotalGpus());
+    job.AllRanks().CommInit("c").Collective(1, CollKind::AllToAll, "c", 32 << 20);
+    job.SyncStream(1);
+    auto oneCopy = std::make_shared<gpusim::JobTrace>(job.Build());
+    for (auto& rank : oneCopy->ranks)
+    {
+        for (auto& op : rank.ops)
+        {
+            op.flags = op.kind == gpusim::OpKind::Collective ? gpusim::kCollOneCopy : op.flags;
+        }
+    }
+    Result r = RunJob(oneCopy, h1);
+    ASSERT_TRUE(r.report.completed) << r.report.stuck;
+    EXPECT_NEAR(DurationUs(r.w->GetCollectives().at(0)), off32, 1e-3);
 }
 
 TEST_F(Collectives, PointToPointRunsLlOrSimpleByNcclsRuleNotTheTuner)
