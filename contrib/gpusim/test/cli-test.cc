@@ -44,6 +44,27 @@ TEST(Cli, CollectivePrintsAnNcclTestsTable)
     EXPECT_NE(r.out.find("    67108864      16777216     float"), std::string::npos) << r.out;
 }
 
+TEST(Cli, P2pCopyOutOptionReachesTheNcclModel)
+{
+    // One dgx-h100 server, 32 MiB AllToAll (4 MiB per peer, 4 parts of 2 steps of 512 KiB):
+    // NCCL's two copies through its FIFO take 3/2 of the one copy's bytes time (91.15 ->
+    // 131.13 us, doc/validation.md "Point-to-point as NCCL splits it").
+    auto timeUs = [](const std::string& copyOut) {
+        CliResult r = Cli({"collective", "--servers", "1", "--op", "alltoall", "--bytes", "32M",
+                           "--p2p-copy-out", copyOut, "--quiet"});
+        EXPECT_EQ(r.code, 0) << r.err;
+        std::istringstream in(r.out.substr(r.out.find("    33554432")));
+        std::string field;
+        for (int i = 0; i < 9; ++i)
+        {
+            in >> field;
+        }
+        return std::stod(field);
+    };
+    EXPECT_NEAR(timeUs("true"), 131.13, 0.01);
+    EXPECT_NEAR(timeUs("false"), 91.15, 0.01);
+}
+
 TEST(Cli, CollectiveJsonIsValidAndDeterministic)
 {
     const std::string a = TempPath("a.json");
@@ -154,6 +175,10 @@ TEST(Cli, BadOptionsAreUsageErrors)
          2,
          "unknown backend 'carrier-pigeon' (known: flow, packet)",
          ""},
+        {{"collective", "--p2p-copy-out", "maybe"},
+         1,
+         "--p2p-copy-out must be true or false",
+         "usage: gpusim collective"},
         {{"teleport"}, 1, "gpusim: unknown command 'teleport'", "usage: gpusim <command>"},
     };
     for (const Case& c : cases)

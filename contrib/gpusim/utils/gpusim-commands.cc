@@ -47,7 +47,8 @@ const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "effici
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us", "fidelity", "transport", "pfc",
                                             "rdma-reorder", "flowlet-gap-us", "ring-net-slots",
-                                            "tree-net-slots", "trees-on-all-nics"};
+                                            "tree-net-slots", "trees-on-all-nics",
+                                            "p2p-copy-out"};
 
 std::string
 DistributedLine(Ptr<NetworkBackend> backend)
@@ -298,6 +299,15 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
         }
         h.SetNcclAttribute("TreesOnAllNics", BooleanValue(v == "true"));
     }
+    if (o.Has("p2p-copy-out"))
+    {
+        const std::string v = o.Get("p2p-copy-out", "");
+        if (v != "true" && v != "false")
+        {
+            throw UsageError("--p2p-copy-out must be true or false");
+        }
+        h.SetNcclAttribute("P2pCopyOut", BooleanValue(v == "true"));
+    }
     if (o.Has("chunk-bytes"))
     {
         h.SetNcclAttribute("ChunkBytes", UintegerValue(ParseBytes(o.Get("chunk-bytes", ""))));
@@ -377,6 +387,10 @@ PrintCollectiveUsage(std::ostream& os)
           "  --trees-on-all-nics true|false   a mirrored pair of trees per NIC (NCCL's\n"
           "                        duplicated channels); default false: a tree per NIC,\n"
           "                        pairs on every other NIC (doc/validation.md)\n"
+          "  --p2p-copy-out true|false   point-to-point over NVLink pays the receiver's\n"
+          "                        copy of its last step out of NCCL's FIFO (default\n"
+          "                        true: a process per GPU; false: NCCL's direct mode\n"
+          "                        of ranks in one process, doc/design.md)\n"
           "  --fidelity auto|chunk|collective|flows   auto (default): each collective takes\n"
           "                        the shortcut that is exact for it (ring as edge flows,\n"
           "                        NVLS/NVLSTree by one rail, repeats replayed; flow\n"
