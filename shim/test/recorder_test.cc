@@ -330,9 +330,10 @@ TEST(Recorder, SendRecvToAPeerOfThisProcessIsOneCopy) {
   std::vector<Op> sends, recvs, alltoalls;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".jsonl") continue;
-    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "send")) sends.push_back(o);
-    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "recv")) recvs.push_back(o);
-    for (const Op& o : Select(ReadRank(e.path().string()), "coll", "coll", "alltoall")) alltoalls.push_back(o);
+    for (const Op& o : Select(ReadRank(e.path().string()), "coll")) {
+      const std::string kind = o.Get("coll");
+      (kind == "send" ? sends : kind == "recv" ? recvs : alltoalls).push_back(o);
+    }
   }
   ASSERT_EQ(sends.size(), 1u);
   ASSERT_EQ(recvs.size(), 1u);

@@ -53,8 +53,9 @@ struct GpuSpec
     /// log(keys) between measured lengths and in the head dim between measured dims, clamped to
     /// the measured range; 0 when the table is empty.
     double AttentionEfficiency(uint64_t headDim, uint64_t keys, bool backward) const;
-    /// 16-bit GEMMs timed on this GPU (cuBLAS through PyTorch): shape and achieved fraction of
-    /// the 16-bit peak, the mean of their forward, input-gradient and weight-gradient layouts.
+    /// 16-bit GEMMs timed on this GPU (cuBLAS through PyTorch): forward shape and achieved
+    /// fraction of the 16-bit peak over the summed time of its forward, input-gradient and
+    /// weight-gradient layouts.
     /// Empty: none. KernelCostModel's MeasuredGemms prices GEMMs from it.
     struct GemmPoint
     {

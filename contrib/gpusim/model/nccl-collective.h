@@ -75,8 +75,8 @@ struct CollectivePlan
     /// Point-to-point traffic (AllToAll, Send/Recv) between servers leaves through the NIC on
     /// the peer's rail, reached over NVLink (NCCL's PXN)
     bool pxn = false;
-    /// Send / Recv in one copy into the peer's buffer (gpusim::kCollOneCopy): no copy out of
-    /// NCCL's FIFO (NcclWorld P2pCopyOut)
+    /// Send / Recv / AllToAll in one copy into the peer's buffer (gpusim::kCollOneCopy): no
+    /// copy out of NCCL's FIFO (NcclWorld P2pCopyOut)
     bool oneCopy = false;
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
 };

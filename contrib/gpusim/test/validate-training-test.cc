@@ -184,6 +184,27 @@ TEST(ValidateTraining, SmallestPublishedRowsStayWithinTheRecordedError)
     EXPECT_NEAR(rows[1].errorPct, 0, 10.0) << rows[1].simulatedTflops;
 }
 
+namespace
+{
+
+/// Narayanan et al.'s 1.7B GPT (24 layers, h 2304, 24 heads) at TP 1, PP 1 on `gpus` GPUs of
+/// `preset`, global batch `batch`, no interleaving.
+TrainingValidationRow
+Gpt17bRow(const std::string& preset, uint32_t gpus, uint32_t batch, double measuredTflops)
+{
+    TrainingValidationRow row;
+    row.table = "t";
+    row.preset = preset;
+    row.model = MegatronGptModel(24, 2304, 24);
+    row.plan = MegatronPlan(row.model, 1, 1, gpus, batch, false);
+    row.flopsPerIteration =
+        MegatronPaperFlops(batch, kMegatron2021Seq, 24, 2304, kMegatron2021Vocab);
+    row.measuredTflops = measuredTflops;
+    return row;
+}
+
+} // namespace
+
 TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
 {
     // At micro-batch 1 the 1.7B row's GEMMs leave 2 - 6 waves partly empty (0.59 - 0.88 of
@@ -191,13 +212,7 @@ TEST(ValidateTraining, GemmShapeModelReachesTheSimulation)
     // efficiency (271.2 / 312, the flat what-if) runs more than 5 % faster. Fails if the
     // attribute does not reach the cost model. The default, every GEMM at the 2020 CUTLASS
     // measurement (0.754), is slower than both.
-    TrainingValidationRow row;
-    row.table = "t";
-    row.preset = "dgx-a100";
-    row.model = MegatronGptModel(24, 2304, 24);
-    row.plan = MegatronPlan(row.model, 1, 1, 32, 512, false);
-    row.flopsPerIteration = MegatronPaperFlops(512, kMegatron2021Seq, 24, 2304, kMegatron2021Vocab);
-    row.measuredTflops = 137;
+    TrainingValidationRow row = Gpt17bRow("dgx-a100", 32, 512, 137);
     TrainingValidationRow flat = row, measured = row;
     RunTrainingValidationRow(row, kGemmShapeModel);
     RunTrainingValidationRow(flat, 271.2 / 312);
@@ -213,13 +228,7 @@ TEST(ValidateTraining, H100RowsPriceGemmsFromTheTimedShapes)
     // 0.58 - 0.73 of peak; the median 0.66 away from the timed shapes), all below the 0.7 of
     // --gemm-efficiency 0.7: the default is slower, by at most 0.7 / 0.583 - 1. Fails if
     // MeasuredGemms does not reach the cost model.
-    TrainingValidationRow row;
-    row.table = "t";
-    row.preset = "dgx-h100";
-    row.model = MegatronGptModel(24, 2304, 24);
-    row.plan = MegatronPlan(row.model, 1, 1, 8, 128, false);
-    row.flopsPerIteration = MegatronPaperFlops(128, kMegatron2021Seq, 24, 2304, kMegatron2021Vocab);
-    row.measuredTflops = 400;
+    TrainingValidationRow row = Gpt17bRow("dgx-h100", 8, 128, 400);
     TrainingValidationRow flat = row;
     RunTrainingValidationRow(row);
     RunTrainingValidationRow(flat, 0.7);
