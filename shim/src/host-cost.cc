@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cudart-internal.h"
+#include "nccl-host-cost.h"
 
 namespace gpusim {
 namespace {
@@ -75,10 +76,11 @@ const CostEntry kCosts[] = {
     // cublasLtMatmul with a chosen algorithm [H200].
     {ApiCost::CublasLtMatmul,  "cublaslt_matmul",  6.5},
     // An NCCL collective / send / recv call: it only queues a task [S22: <= 0.9 us per op and comm].
-    {ApiCost::NcclEnqueue,     "nccl_enqueue",     0.5},
+    // Shared with the model (nccl-host-cost.h), as the next one.
+    {ApiCost::NcclEnqueue,     "nccl_enqueue",     gpusim_host_cost::kNcclEnqueueUs},
     // Launching one communicator's kernel at ncclGroupEnd (or at an ungrouped call) [S21]: two event
     // records, two stream waits and one launch, timed on the H200 host: 2 x (0.15 + 0.14) + 3.8 [D].
-    {ApiCost::NcclLaunch,      "nccl_launch",      4.4},
+    {ApiCost::NcclLaunch,      "nccl_launch",      gpusim_host_cost::kNcclLaunchUs},
     // A cuDNN backend graph execution (descriptor checks, plan lookup, its launches) [D]: a
     // cuBLASLt call's cost, no cuDNN measurement.
     {ApiCost::CudnnExecute,    "cudnn_execute",    6.5},

@@ -8,6 +8,7 @@
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
+#include "ns3/nccl-host-cost.h"
 #include "ns3/simulator.h"
 
 #include <simdjson.h>
@@ -147,6 +148,12 @@ SimulateRow(const Options& o, const ValidationTable& t, GpuClusterHelper& cluste
         row.proto = rec.plan.proto;
         row.channels = rec.plan.channels;
     }
+    // nccl-tests times back-to-back iterations: when its thread needs longer to queue and launch
+    // one iteration's kernels than the GPUs need to run them (several GPUs per thread, tiny
+    // sizes), the host sets the pace.
+    row.hostUs = NcclTestsHostUsPerIteration(t.gpusPerThread, t.sendrecv ? 2 : 1);
+    row.hostBound = row.hostUs > row.simulatedUs;
+    row.simulatedUs = std::max(row.simulatedUs, row.hostUs);
     row.errorPct = (row.simulatedUs - row.measuredUs) / row.measuredUs * 100;
     fidelity.Add(w->GetNcclWorld()->GetFidelityStats());
     w->Dispose();
@@ -164,10 +171,11 @@ PrintTable(std::ostream& out, const ValidationTable& t)
     {
         char line[256];
         std::snprintf(line, sizeof(line),
-                      "%13llu  %13.2f  %13.2f  %+6.1f %%  %9.1f / %-9.1f   %s/%s\n",
+                      "%13llu  %13.2f  %13.2f  %+6.1f %%  %9.1f / %-9.1f   %s/%s%s\n",
                       static_cast<unsigned long long>(r.bytes), r.measuredUs, r.simulatedUs,
                       r.errorPct, t.BusGBps(r.bytes, r.measuredUs),
-                      t.BusGBps(r.bytes, r.simulatedUs), r.algo.c_str(), r.proto.c_str());
+                      t.BusGBps(r.bytes, r.simulatedUs), r.algo.c_str(), r.proto.c_str(),
+                      r.hostBound ? " (host-bound)" : "");
         out << line;
     }
     char sum[128];
@@ -289,6 +297,24 @@ OverallErrors(const std::vector<ValidationTable>& tables, double& median, double
     median = Median(e);
 }
 
+uint32_t
+GpusPerThreadFromHardware(const std::string& hardware)
+{
+    std::smatch m;
+    if (std::regex_search(hardware, m, std::regex(R"((?:^|[\s(])-g\s*(\d{1,4})\b)")))
+    {
+        return std::max<uint32_t>(1, static_cast<uint32_t>(std::stoul(m[1])));
+    }
+    return 1;
+}
+
+double
+NcclTestsHostUsPerIteration(uint32_t gpusPerThread, uint32_t callsPerGpu)
+{
+    return gpusPerThread * (callsPerGpu * gpusim_host_cost::kNcclEnqueueUs +
+                            gpusim_host_cost::kNcclLaunchUs);
+}
+
 ClusterSpec
 ClusterFromHardware(const std::string& hardware, const std::string& id)
 {
@@ -358,6 +384,15 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
     {
         UseNicStack(spec, "efa");
     }
+    // GPUs joined by NVLink without an NVSwitch (4-GPU HGX boards): no NVLink SHARP, so NCCL
+    // offers neither NVLS nor NVLSTree. The server stays the preset's NVLink star, each GPU
+    // with its whole NVLink bandwidth, which NCCL's rings reach by running channels over
+    // different GPU pairs (doc/validation.md, "Snellius").
+    if (std::regex_search(hardware,
+                          std::regex(R"(\b(?:no|without)\s+NVSwitch\b)", std::regex::icase)))
+    {
+        spec.nccl.nvls = false;
+    }
     ValidateClusterSpec(spec);
     return spec;
 }
@@ -399,6 +434,7 @@ ReadValidationTables(const std::string& file, uint64_t minBytes, uint64_t maxByt
         }
         t.hardware = te["hardware"].get(sv) ? "" : std::string(sv);
         t.source = te["source"].get(sv) ? "" : std::string(sv);
+        t.gpusPerThread = GpusPerThreadFromHardware(t.hardware);
         if (!te["dtype"].get(sv) && !ParseDataType(std::string(sv), t.dtype))
         {
             throw bad("unknown dtype '" + std::string(sv) + "'");
@@ -460,11 +496,33 @@ ValidationMarkdown(const std::vector<ValidationTable>& tables, const std::string
     size_t points = 0;
     for (const auto& t : tables)
     {
-        const std::string shape =
+        std::string shape =
             std::to_string(t.spec.servers) + " x " +
             (t.spec.preset.empty() ? std::to_string(t.spec.gpusPerServer) + " GPUs (custom)"
                                    : t.spec.preset) +
             (t.spec.nicStack == "efa" && t.spec.preset != "aws-p5" ? " + EFA" : "");
+        // What the table's servers change from their preset's.
+        ClusterSpec preset;
+        if (!t.spec.preset.empty() && LookupClusterPreset(t.spec.preset, preset))
+        {
+            std::ostringstream d;
+            if (t.spec.gpusPerServer != preset.gpusPerServer)
+            {
+                d << ", " << t.spec.gpusPerServer << " GPUs";
+            }
+            if (t.spec.nicsPerServer != preset.nicsPerServer || t.spec.nicGbps != preset.nicGbps)
+            {
+                d << ", " << t.spec.nicsPerServer << " x " << t.spec.nicGbps << " Gb/s";
+            }
+            if (preset.nccl.nvls && !t.spec.nccl.nvls)
+            {
+                d << ", no NVLS";
+            }
+            if (!d.str().empty())
+            {
+                shape += " (" + d.str().substr(2) + ")";
+            }
+        }
         std::snprintf(buf, sizeof(buf), "| %s | %s | %zu | %.1f %% | %.1f %% |\n", t.id.c_str(),
                       shape.c_str(), t.rows.size(), t.MedianAbsError(), t.WorstAbsError());
         md << buf;
@@ -485,10 +543,10 @@ ValidationMarkdown(const std::vector<ValidationTable>& tables, const std::string
         for (const auto& r : t.rows)
         {
             std::snprintf(buf, sizeof(buf),
-                          "| %s | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %s / %s |\n",
+                          "| %s | %.1f | %.1f | %+.1f %% | %.1f | %.1f | %s / %s%s |\n",
                           SizeLabel(r.bytes).c_str(), r.measuredUs, r.simulatedUs, r.errorPct,
                           t.BusGBps(r.bytes, r.measuredUs), t.BusGBps(r.bytes, r.simulatedUs),
-                          r.algo.c_str(), r.proto.c_str());
+                          r.algo.c_str(), r.proto.c_str(), r.hostBound ? " (host-bound)" : "");
             md << buf;
         }
         std::snprintf(buf, sizeof(buf), "\nMedian |error| %.1f %%, worst %.1f %%.\n\n",
@@ -517,6 +575,7 @@ ValidationJson(const std::vector<ValidationTable>& tables, const std::string& fi
         j.Key("id").String(t.id).Key("op").String(t.op).Key("cluster").String(
             DescribeCluster(t.spec));
         j.Key("cluster_from").String(t.clusterFrom).Key("ranks").Uint(t.Ranks());
+        j.Key("gpus_per_thread").Uint(t.gpusPerThread);
         j.Key("median_abs_error_pct").Double(t.MedianAbsError());
         j.Key("worst_abs_error_pct").Double(t.WorstAbsError());
         j.Key("rows").BeginArray();
@@ -528,6 +587,7 @@ ValidationJson(const std::vector<ValidationTable>& tables, const std::string& fi
             j.Key("measured_busbw_GBps").Double(t.BusGBps(r.bytes, r.measuredUs));
             j.Key("simulated_busbw_GBps").Double(t.BusGBps(r.bytes, r.simulatedUs));
             j.Key("algo").String(r.algo).Key("proto").String(r.proto);
+            j.Key("host_us").Double(r.hostUs).Key("host_bound").Bool(r.hostBound);
             j.Key("channels").Uint(r.channels);
             if (!r.path.empty())
             {

@@ -16,6 +16,10 @@
  * G NICs of K/G x X Gb/s: the same bandwidth per GPU). The same rules apply to every table; the
  * report prints the cluster each table ran on.
  *
+ * Each row's simulated time is at least the host time of one iteration of nccl-tests' loop:
+ * one NCCL call queued and one kernel launched per GPU that the table's thread drives (its
+ * "-g G" in the hardware text), at the costs the shim charges in live mode (nccl-host-cost.h).
+ *
  * Ops and sizes follow nccl-tests: "size" is the per-rank buffer of allreduce, broadcast,
  * reduce, sendrecv and alltoall, and the total (gathered / to-be-scattered) buffer of allgather
  * and reducescatter; busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather,
@@ -47,6 +51,10 @@ struct ValidationRow
     std::string proto;
     uint32_t channels = 0;
     std::string path; //!< how its collective ran (CollectivePath; empty for sendrecv)
+    /// Host time one iteration of nccl-tests' loop needs: its thread's NCCL calls for each of
+    /// its GPUs (ValidationTable::gpusPerThread). The simulated time is at least this much.
+    double hostUs = 0;
+    bool hostBound = false; //!< the host, not the GPUs, set the simulated time
 };
 
 struct ValidationTable
@@ -60,6 +68,10 @@ struct ValidationTable
     DataType dtype = DataType::F32;
     ClusterSpec spec;
     std::string clusterFrom; //!< "cluster object" or "hardware text"
+    /// GPUs one nccl-tests thread drives (its -g option, read from the hardware text: "-g 4";
+    /// 1 when not stated). Each iteration that thread enqueues one call per GPU and launches
+    /// every GPU's kernel in turn.
+    uint32_t gpusPerThread = 1;
     std::vector<ValidationRow> rows;
 
     uint32_t Ranks() const;
@@ -83,6 +95,15 @@ bool ParseValidationOp(const std::string& op, CollKind& kind, bool& sendrecv);
 /// The cluster a table's "hardware" text describes (see the header comment); throws
 /// std::runtime_error when the GPU or the node count cannot be read.
 ClusterSpec ClusterFromHardware(const std::string& hardware, const std::string& id);
+
+/// GPUs one nccl-tests thread drives, as a hardware text states its -g option ("-g 4"); 1 when
+/// it does not.
+uint32_t GpusPerThreadFromHardware(const std::string& hardware);
+
+/// Host time (us) of one nccl-tests iteration on a thread driving `gpusPerThread` GPUs: per GPU
+/// `callsPerGpu` NCCL calls queued and one kernel launched (nccl-host-cost.h; the shim charges
+/// the same per call in live mode).
+double NcclTestsHostUsPerIteration(uint32_t gpusPerThread, uint32_t callsPerGpu);
 
 /// Median and worst |error| over the rows of all tables.
 void OverallErrors(const std::vector<ValidationTable>& tables, double& median, double& worst);
