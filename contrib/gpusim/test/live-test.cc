@@ -197,7 +197,7 @@ CollectiveRows(const std::string& out)
 
 // A sleep takes its time on the program's clock: 250 ms of std::this_thread::sleep_for read by
 // steady_clock around it are 250 ms (plus the clock read's cost), with every host-time mode.
-TEST(Live, SleepsTakeTheirTimeOnTheProgramsClock)
+TEST(LiveHostTime, SleepsTakeTheirTimeOnTheProgramsClock)
 {
     REQUIRE_SHIM();
     TempDir d;
@@ -247,7 +247,7 @@ TEST(Live, ProgramTimersReadSimulatedTime)
 // GPU (as the published nccl-tests runs) that holds from 1 MiB up; one process driving all
 // eight GPUs launches NCCL's eight kernels one after the other (8 x 4.9 us of host time per
 // iteration, doc/live-mode.md), so small sizes wait for the host, as real `-g 8` runs do.
-TEST(Live, AllReduceLoopMatchesCollectiveSweep)
+TEST(LiveHostTime, AllReduceLoopMatchesCollectiveSweep)
 {
     REQUIRE_SHIM();
     TempDir d;
@@ -383,7 +383,7 @@ TEST(Live, EightProcessTrainerMatchesItsReplay)
 // at once: the program's timer sees the modelled cost of the call (a device-to-device cudaMemcpy
 // 4.05 us on a Hopper host, a clock read 0.03 us), exactly with api-only host time, and the same plus the program's
 // own few instructions when measured.
-TEST(Live, ShimWorkIsNotTheProgramsHostTime)
+TEST(LiveHostTime, ShimWorkIsNotTheProgramsHostTime)
 {
     REQUIRE_SHIM();
     TempDir d;
@@ -418,7 +418,7 @@ TEST(Live, ShimWorkIsNotTheProgramsHostTime)
 // timed on an H200 host; the shim's own encoding and sending cost 5.3 us per call before it was kept out):
 // exactly that with api-only, and that plus the program's own work (well under a microsecond for a
 // loop of calls) when measured; not the shim's encoding and sending.
-TEST(Live, EachCallCostsWhatTheRealLibraryCosts)
+TEST(LiveHostTime, EachCallCostsWhatTheRealLibraryCosts)
 {
     REQUIRE_SHIM();
     TempDir d;
@@ -480,7 +480,7 @@ TEST(Live, ApiCostsFileOverridesTheTable)
 // A host function (cudaLaunchHostFunc runs it at once on the calling thread) is the program's
 // own work: 30 ms of CPU in it are 30 ms on the program's clock, also through the _ptsz entry
 // point that --default-stream per-thread builds call (two nested API scopes).
-TEST(Live, HostFunctionsAreTheProgramsTime)
+TEST(LiveHostTime, HostFunctionsAreTheProgramsTime)
 {
     REQUIRE_SHIM();
     TempDir d;
