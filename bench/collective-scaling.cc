@@ -1,6 +1,8 @@
-// Timed benchmark: one AllReduce through the whole engine (HostThread -> CudaStream ->
-// NcclCollective -> FlowBackend) on rail-optimised dgx-h100 clusters of growing size.
-// Prints wall seconds, transfers and transfers/s per case.
+// Timed benchmark: one AllReduce, then one AllToAll, through the whole engine (HostThread ->
+// CudaStream -> NcclCollective -> FlowBackend) on rail-optimised dgx-h100 clusters of growing
+// size. Prints wall seconds, transfers and transfers/s per case. An AllToAll of n GPUs is n^2
+// transfers that start together and share every NIC with ~n others: the flow model's
+// re-rating cost per transfer, not the number of transfers, sets its time.
 //
 //   gpusim-bench-collective-scaling [--full]      (--full adds 8,192 GPUs, minutes)
 #include "ns3/cluster-spec.h"
@@ -22,7 +24,8 @@ using namespace ns3;
 namespace
 {
 void
-RunCase(uint32_t servers, const std::string& algo, uint32_t channels, uint64_t bytes)
+RunCase(uint32_t servers, const std::string& algo, uint32_t channels, uint64_t bytes,
+        gpusim::CollKind kind = gpusim::CollKind::AllReduce)
 {
     gpusim::ClusterSpec spec;
     gpusim::LookupClusterPreset("dgx-h100", spec);
@@ -34,7 +37,7 @@ RunCase(uint32_t servers, const std::string& algo, uint32_t channels, uint64_t b
     Ptr<FlowBackend> net = CreateObject<FlowBackend>();
     net->SetTopology(cluster.GetTopology());
     JobBuilder job(gpus.GetN());
-    job.AllRanks().CommInit("world").AllReduce(1, "world", bytes).SyncStream(1);
+    job.AllRanks().CommInit("world").Collective(1, kind, "world", bytes).SyncStream(1);
     GpuWorkloadHelper h;
     h.SetBackend(net);
     h.SetNcclAttribute("Algorithm", StringValue(algo));
@@ -71,6 +74,11 @@ main(int argc, char** argv)
     if (full)
     {
         RunCase(1024, "ring", 1, 1ull << 30);
+    }
+    std::printf("AllToAll 64 MiB per GPU, rail-optimised dgx-h100, flow backend\n");
+    for (uint32_t servers : {32u, 64u, 128u})
+    {
+        RunCase(servers, "auto", 0, 64ull << 20, gpusim::CollKind::AllToAll);
     }
     return 0;
 }

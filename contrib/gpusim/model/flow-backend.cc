@@ -207,6 +207,7 @@ FlowBackend::SetTopology(Ptr<ClusterTopology> topology)
     m_linkFlows.assign(nLinks, {});
     m_linkStarts.assign(nLinks, 0);
     m_linkMark.assign(nLinks, 0);
+    m_seedMark.assign(nLinks, 0);
     m_linkTouch.assign(nLinks, 0);
     m_heapPos.assign(nLinks, kNotInHeap);
     m_unfrozen.assign(nLinks, 0);
@@ -662,9 +663,12 @@ FlowBackend::AddFlow(const TransferRecord& rec,
     f.done = std::move(done);
     ++m_nActive;
     bool alone = true;
-    for (uint32_t l : f.route)
+    f.linkPos.resize(f.route.size());
+    for (size_t i = 0; i < f.route.size(); ++i)
     {
+        const uint32_t l = f.route[i];
         ++m_linkStarts[l];
+        f.linkPos[i] = static_cast<uint32_t>(m_linkFlows[l].size());
         m_linkFlows[l].push_back(slot);
         alone = alone && m_linkFlows[l].size() == 1;
     }
@@ -713,6 +717,7 @@ FlowBackend::Recompute()
     if (++m_epoch == 0) // wrapped: clear the marks once every 4G passes
     {
         std::fill(m_linkMark.begin(), m_linkMark.end(), 0);
+        std::fill(m_seedMark.begin(), m_seedMark.end(), 0);
         for (FlowHot& h : m_hot)
         {
             h.visitEpoch = 0;
@@ -814,6 +819,14 @@ FlowBackend::RateIncrementally()
     m_compFlows.clear();
     for (uint32_t l : m_seedLinks)
     {
+        // A link is seeded once per flow that started or ended on it at this instant: a
+        // thousand flows starting together on one NIC (an AllToAll) must not scan its
+        // thousand flows a thousand times. The first visit adds them all.
+        if (m_seedMark[l] == m_epoch)
+        {
+            continue;
+        }
+        m_seedMark[l] = m_epoch;
         for (uint32_t slot : m_linkFlows[l])
         {
             if (m_hot[slot].visitEpoch != m_epoch)
@@ -1193,17 +1206,42 @@ FlowBackend::OnDrain()
 }
 
 void
+FlowBackend::UnlinkHop(uint32_t slot, size_t hop)
+{
+    const uint32_t l = m_flows[slot].route[hop];
+    const uint32_t pos = m_flows[slot].linkPos[hop];
+    std::vector<uint32_t>& on = m_linkFlows[l];
+    const uint32_t last = static_cast<uint32_t>(on.size() - 1);
+    const uint32_t moved = on[last];
+    on[pos] = moved;
+    on.pop_back();
+    if (pos == last)
+    {
+        return;
+    }
+    // The moved flow's entry for this link (a route may cross a link twice: match the index).
+    Flow& m = m_flows[moved];
+    for (size_t j = 0; j < m.route.size(); ++j)
+    {
+        if (m.route[j] == l && m.linkPos[j] == last)
+        {
+            m.linkPos[j] = pos;
+            return;
+        }
+    }
+    NS_ASSERT_MSG(false, "FlowBackend: link " << l << " lists a flow that does not cross it");
+}
+
+void
 FlowBackend::CompleteFlow(uint32_t slot, int64_t nowNs)
 {
     Flow& f = m_flows[slot];
     f.active = false;
     --m_nActive;
-    for (uint32_t l : f.route)
+    for (size_t i = 0; i < f.route.size(); ++i)
     {
-        std::vector<uint32_t>& on = m_linkFlows[l];
-        auto it = std::find(on.begin(), on.end(), slot);
-        *it = on.back();
-        on.pop_back();
+        const uint32_t l = f.route[i];
+        UnlinkHop(slot, i);
         m_seedLinks.push_back(l); // the others on this link may speed up
         m_linkBytes[l] += f.resumed ? f.startRemaining : double(f.rec.bytes);
     }
@@ -1480,12 +1518,10 @@ FlowBackend::Stall(uint32_t slot, int64_t nowNs)
     f.active = false;
     --m_nActive;
     const double carried = f.startRemaining - f.remaining;
-    for (uint32_t l : f.route)
+    for (size_t i = 0; i < f.route.size(); ++i)
     {
-        std::vector<uint32_t>& on = m_linkFlows[l];
-        auto it = std::find(on.begin(), on.end(), slot);
-        *it = on.back();
-        on.pop_back();
+        const uint32_t l = f.route[i];
+        UnlinkHop(slot, i);
         m_seedLinks.push_back(l); // the others on this link may speed up
         m_linkBytes[l] += carried;
     }

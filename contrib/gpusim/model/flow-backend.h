@@ -143,6 +143,7 @@ class FlowBackend : public NetworkBackend
         TransferRecord rec;
         uint64_t flowKey = 0;
         std::vector<uint32_t> route; //!< directed link ids
+        std::vector<uint32_t> linkPos; //!< per hop: index of the slot in m_linkFlows[route[i]]
         int64_t latencyNs = 0;       //!< route latency, added after draining
         double remaining = 0;        //!< bytes left at t0Ns
         int64_t t0Ns = 0;            //!< when `remaining` was last brought up to date
@@ -298,6 +299,9 @@ class FlowBackend : public NetworkBackend
     /// Brings the flow's remaining bytes up to now and gives it a new rate and finish time.
     void SetRate(uint32_t slot, double rate, int64_t nowNs);
     void OnDrain();
+    /// Takes a flow off the flow list of its route's hop `hop` in O(hops): the list's last
+    /// flow moves into its place (an AllToAll puts ~1,000 flows on a NIC).
+    void UnlinkHop(uint32_t slot, size_t hop);
     void CompleteFlow(uint32_t slot, int64_t nowNs);
     void ScheduleDrain();
     void EnqueueDelivery(Pending p);
@@ -351,6 +355,7 @@ class FlowBackend : public NetworkBackend
     std::vector<uint32_t> m_compLinks;  //!< links of the flows being re-rated
     std::vector<uint32_t> m_compFlows;  //!< slots being re-rated
     std::vector<uint32_t> m_linkMark;   //!< per link: epoch of the last visit
+    std::vector<uint32_t> m_seedMark;   //!< per link: epoch its flows last joined a pass
     std::vector<uint32_t> m_linkTouch;  //!< per link: bottleneck step of the last update
     std::vector<uint32_t> m_heapPos;    //!< per link: index in m_heap, or kNotInHeap
     std::vector<uint32_t> m_unfrozen;   //!< per link: flows without a rate yet
