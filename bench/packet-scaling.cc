@@ -12,6 +12,12 @@
  *   gpusim-bench-packet-scaling --servers=8,16,32,64 --bytes=64M
  *   gpusim-bench-packet-scaling --servers=128
  *   gpusim-bench-packet-scaling --op=alltoall --servers=8,16,32
+ *   gpusim-bench-packet-scaling --servers=16,128 --repeat=3
+ *
+ * With --repeat=N the sizes run N rounds (16, 128, 16, 128, ...: a busy spell of a shared
+ * machine then hits every size alike), and each row is the size's run with the least CPU
+ * time, the least disturbed one, with the spread of all N. The last line gives the cost per
+ * doubling from the first to the last size, from the fastest runs and from the slowest.
  */
 #include "ns3/byte-size.h"
 #include "ns3/cluster-spec.h"
@@ -31,7 +37,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -175,6 +183,7 @@ main(int argc, char** argv)
     std::string transport = "rdma";
     std::string cc = "dcqcn";
     std::string opName = "allreduce";
+    uint32_t repeat = 1;
     CommandLine cmd(__FILE__);
     cmd.AddValue("op", "allreduce or alltoall", opName);
     cmd.AddValue("servers", "comma-separated cluster sizes (dgx-h100 servers)", serverList);
@@ -182,7 +191,9 @@ main(int argc, char** argv)
     cmd.AddValue("transport", "rdma or tcp", transport);
     cmd.AddValue("cc", "congestion control (dcqcn, hpcc, ... with rdma; dctcp, ... with tcp)",
                  cc);
+    cmd.AddValue("repeat", "rounds over the sizes; each row is the size's fastest run", repeat);
     cmd.Parse(argc, argv);
+    repeat = std::max<uint32_t>(1, repeat);
     const uint64_t bytes = gpusim::ParseByteSize(bytesText);
     gpusim::CollKind op = gpusim::CollKind::AllReduce;
     if (opName == "alltoall")
@@ -208,30 +219,84 @@ main(int argc, char** argv)
     std::printf("%7s %5s %8s %8s %8s %8s %8s %12s %9s %12s %11s %10s %6s %10s\n", "servers",
                 "GPUs", "setup_s", "run_s", "wall_s", "cpu_s", "rss_MiB", "events", "fabric_GB",
                 "link_pkts", "events/GB", "events/s", "cpu_x", "sim_us");
-    double prevCpu = 0; // cost ratio per doubling, in CPU time (robust on a shared machine)
-    for (uint32_t servers : sizes)
+    // Rounds over every size, so that a busy spell of the machine falls on all sizes alike.
+    struct Runs
     {
-        Result r;
-        double rss = 0;
-        double cpu = 0;
-        if (!RunInChild(servers, op, bytes, transport, cc, r, rss, cpu))
+        Result best;
+        double bestRss = 0;
+        double minCpu = 0;
+        double maxCpu = 0;
+        uint32_t ok = 0;
+    };
+    std::vector<Runs> runs(sizes.size());
+    for (uint32_t round = 0; round < repeat; ++round)
+    {
+        for (size_t i = 0; i < sizes.size(); ++i)
         {
-            std::printf("%7u  failed\n", servers);
+            Result r;
+            double rss = 0;
+            double cpu = 0;
+            if (!RunInChild(sizes[i], op, bytes, transport, cc, r, rss, cpu))
+            {
+                continue;
+            }
+            Runs& k = runs[i];
+            if (k.ok == 0 || cpu < k.minCpu)
+            {
+                k.best = r;
+                k.bestRss = rss;
+                k.minCpu = cpu;
+            }
+            k.maxCpu = std::max(k.maxCpu, cpu);
+            ++k.ok;
+        }
+    }
+    double prevCpu = 0; // cost ratio per doubling, in CPU time (robust on a shared machine)
+    for (size_t i = 0; i < sizes.size(); ++i)
+    {
+        const Runs& k = runs[i];
+        if (k.ok == 0)
+        {
+            std::printf("%7u  failed\n", sizes[i]);
+            prevCpu = 0;
             continue;
         }
+        const Result& r = k.best;
+        const double cpu = k.minCpu;
         const double wall = r.setupSeconds + r.runSeconds;
         const double gb = r.fabricBytes / 1e9;
+        // The ratio to the previous size, per doubling of the servers between them.
+        std::string ratio = "-";
+        if (prevCpu > 0 && i > 0 && sizes[i] > sizes[i - 1])
+        {
+            const double doublings = std::log2(double(sizes[i]) / sizes[i - 1]);
+            ratio = std::to_string(std::pow(cpu / prevCpu, 1.0 / doublings)).substr(0, 4) + "x";
+        }
         std::printf("%7u %5u %8.2f %8.2f %8.2f %8.2f %8.1f %12llu %9.3f %12llu %11.3g %10.3g "
-                    "%6s %10.1f%s\n",
-                    r.servers, r.gpus, r.setupSeconds, r.runSeconds, wall, cpu, rss,
+                    "%6s %10.1f%s",
+                    r.servers, r.gpus, r.setupSeconds, r.runSeconds, wall, cpu, k.bestRss,
                     static_cast<unsigned long long>(r.events), gb,
                     static_cast<unsigned long long>(r.linkPackets), r.events / gb,
-                    r.events / r.runSeconds,
-                    prevCpu > 0 ? (std::to_string(cpu / prevCpu).substr(0, 4) + "x").c_str()
-                                 : "-",
-                    r.simulatedUs, r.completed ? "" : "  STUCK");
+                    r.events / r.runSeconds, ratio.c_str(), r.simulatedUs,
+                    r.completed ? "" : "  STUCK");
+        if (repeat > 1)
+        {
+            std::printf("  (%u runs, cpu %.2f - %.2f s)", k.ok, k.minCpu, k.maxCpu);
+        }
+        std::printf("\n");
         std::fflush(stdout);
         prevCpu = cpu;
+    }
+    const Runs& first = runs.front();
+    const Runs& last = runs.back();
+    if (repeat > 1 && sizes.size() > 1 && first.ok > 0 && last.ok > 0 &&
+        sizes.back() > sizes.front())
+    {
+        const double doublings = std::log2(double(sizes.back()) / sizes.front());
+        std::printf("cost per doubling, %u -> %u servers: %.2fx (fastest runs), %.2fx (slowest "
+                    "runs)\n",
+                    sizes.front(), sizes.back(), std::pow(last.minCpu / first.minCpu, 1 / doublings),
+                    std::pow(last.maxCpu / first.maxCpu, 1 / doublings));
     }
     return 0;
 }
