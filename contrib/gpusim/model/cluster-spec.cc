@@ -2,6 +2,7 @@
 
 #include "ns3/background-traffic.h"
 #include "ns3/gpu-spec.h"
+#include "ns3/nccl-version.h"
 
 #include "ns3/yaml-fields.h"
 
@@ -98,6 +99,7 @@ NcclCalibration
 HopperCalibration(const std::string& name)
 {
     NcclCalibration c = NcclTuningConstants(name);
+    c.arch = "hopper";
     // Ring AllReduce on one H100 node reaches ~370 GB/s busbw (NCCL maintainers, nccl-tests
     // issues 290/309; ../shared/data/nccl-tests/README.md): 370 of 450 GB/s.
     c.nvlinkEfficiency = 370.0 / 450;
@@ -110,6 +112,11 @@ HopperCalibration(const std::string& name)
     c.nvls = true;
     c.nvlsEfficiency = 480.0 * 9 / 14 / 450;
     c.nvlsChannels = 16;          // NVLS_NCHANNELS_SM90 (NCCL src/transport/nvls.cc)
+    // NCCL's ring/tree graph on an 8-GPU NVSwitch H100 server: 12 channels. NCCL logs "24
+    // coll channels" on one node (twice the graph's: it duplicates them, doc/design.md
+    // "Point-to-point"), and the GRAPH line of a 2-node H100 system reads "Pattern 4, crossNic
+    // 0, nChannels 12, bw 30.000000/30.000000" (NVIDIA/nccl issue 1197, NCCL 2.19.4).
+    c.graphChannels = 12;
     c.nvlsChunkBytes = 128 << 10; // NCCL_NVLS_CHUNKSIZE default
     // NCCL llMaxBws: Hopper single node 141 GB/s; multi-node by host CPU, Intel row: 39 GB/s on
     // 2 nodes, 20.4 on more.
@@ -125,6 +132,7 @@ NcclCalibration
 AmpereCalibration(const std::string& name)
 {
     NcclCalibration c = NcclTuningConstants(name);
+    c.arch = "ampere";
     // NCCL caps A100 (compute capability 8.0) bus bandwidth at 235 GB/s in its tuning model
     // (tuning.cc 2.8 - 2.16: "busBw = std::min(busBw, 235.0f)"): 235 of 300 GB/s.
     c.nvlinkEfficiency = 235.0 / 300;
@@ -399,6 +407,19 @@ class SpecReader : public YamlFieldReader
             {"netefficiency", [&](auto& v, auto& k) { spec.nccl.netEfficiency = Number(v, k); }},
             {"nvls", [&](auto& v, auto& k) { spec.nccl.nvls = Boolean(v, k); }},
             {"nvlsefficiency", [&](auto& v, auto& k) { spec.nccl.nvlsEfficiency = Number(v, k); }},
+            {"ncclversion",
+             [&](auto& v, auto& k) {
+                 const std::string version = Scalar(v, k);
+                 uint32_t code = 0;
+                 if (!ParseNcclVersion(version, code))
+                 {
+                     Fail(v.Mark(), "key '" + k + "': unknown NCCL version '" + version +
+                                        "' (modelled: " + ModelledNcclVersions() + ")");
+                 }
+                 spec.nccl.ncclVersion = version;
+             }},
+            {"ncclgraphchannels",
+             [&](auto& v, auto& k) { spec.nccl.graphChannels = Unsigned(v, k); }},
             {"faults", [&](auto& v, auto& k) { ReadFaults(v, k, spec); }},
             {"background", [&](auto& v, auto& k) { ReadBackground(v, k, spec); }},
         };
@@ -427,7 +448,7 @@ class SpecReader : public YamlFieldReader
                          "' (known: preset, gpuModel, servers, gpusPerServer, nicsPerServer, "
                          "nicGbps, nvlinkGBps, pcieGBps, fabric, oversubscription, nicsPerLeaf, routing, nicStack, "
                          "mergeAdaptiveSpines, linkLatencyUs, nvlinkLatencyUs, nvlinkEfficiency, netEfficiency, nvls, "
-                         "nvlsEfficiency, faults, background)");
+                         "nvlsEfficiency, ncclVersion, ncclGraphChannels, faults, background)");
             }
         }
         try

@@ -1,5 +1,7 @@
 #include "ns3/nccl-calibration.h"
 
+#include "ns3/nccl-version.h"
+
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -110,6 +112,21 @@ ValidateNcclCalibration(const NcclCalibration& c)
         {
             fail("LL bandwidth caps must be non-negative", v);
         }
+    }
+    uint32_t version = 0;
+    if (!c.ncclVersion.empty() && !ParseNcclVersion(c.ncclVersion, version))
+    {
+        throw std::runtime_error("NCCL calibration '" + c.name + "': unknown NCCL version '" +
+                                 c.ncclVersion + "' (modelled: " + ModelledNcclVersions() + ")");
+    }
+    if (!c.arch.empty() && c.arch != "ampere" && c.arch != "hopper")
+    {
+        throw std::runtime_error("NCCL calibration '" + c.name + "': unknown arch '" + c.arch +
+                                 "' (ampere, hopper)");
+    }
+    if (c.graphChannels > 32)
+    {
+        fail("graphChannels must be at most 32 (NCCL's MAXCHANNELS / 2)", c.graphChannels);
     }
 }
 

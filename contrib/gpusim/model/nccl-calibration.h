@@ -88,6 +88,18 @@ struct NcclCalibration
     /// transport reports 0 (src/transport/net_ib.cc: "props->latency = 0; // Not set").
     double netSelectionUs = 0.0;
 
+    // ---- selection: what NCCL's own tuner of the release charges (model/nccl-version.h)
+    /// GPU generation for NCCL's per-generation channel caps: "ampere", "hopper" ("" = none).
+    std::string arch;
+    /// NCCL release whose tuner picks algorithm and protocol ("" = 2.26.2, the release of
+    /// the constants above): its latency constants and channel caps bias the selection only
+    /// (the run is bounded by 2.26.2's caps of `arch`).
+    std::string ncclVersion;
+    /// NCCL's graph channels (its ring/tree search result, before it duplicates them: half of
+    /// the "coll channels" it logs), which its channel caps multiply; 0 = one per GPU of a
+    /// server, as the model's rings.
+    uint32_t graphChannels = 0;
+
     /// true: hopUs is the whole fixed cost of a step, wire included (NCCL measured its hwLat
     /// end to end), so a step waits hopUs minus its route's wire latency before its bytes
     /// flow. false: hopUs is the sender's overhead alone and the wire latency comes on top.

@@ -824,11 +824,10 @@ NcclWorld::GetTypeId()
             .AddAttribute("TreesOnAllNics",
                           "Trees (Channels 0): a mirrored pair of trees per ring channel, i.e. "
                           "per NIC, as NCCL runs the mirrored tree on its duplicated channels "
-                          "(src/graph/connect.cc). false (default): one tree per ring channel, "
+                          "(src/graph/connect.cc; default). false: one tree per ring channel, "
                           "pairs led by every other GPU, so half the NICs carry no tree "
-                          "traffic; true makes the tuner take the tree on 2 x A100 from 64 MiB, "
-                          "where the NCCL 2.12 calibration table ran rings (doc/validation.md)",
-                          BooleanValue(false),
+                          "traffic (the model before 7 Dec 2026, doc/validation.md)",
+                          BooleanValue(true),
                           MakeBooleanAccessor(&NcclWorld::m_treesOnAllNics),
                           MakeBooleanChecker())
             .AddAttribute("Pxn",

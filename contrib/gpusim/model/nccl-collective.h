@@ -79,6 +79,10 @@ struct CollectivePlan
     /// copy out of NCCL's FIFO (NcclWorld P2pCopyOut)
     bool oneCopy = false;
     double estimateUs = 0;   //!< planner's closed-form estimate (for auto selection)
+    /// What NCCL's tuner of the cluster's release compares for this choice: estimateUs with
+    /// the release's latency constants and channel caps (model/nccl-version.h) and the
+    /// network plugin's reported latency; estimateUs where none differs.
+    double selectionUs = 0;
 };
 
 /// Shape of a ring collective (AllReduce: 2(n-1) steps, AllGather/ReduceScatter: n-1) as the
@@ -517,11 +521,16 @@ class NcclWorld : public Object
     void AddAlgorithmLoads(gpusim::CollKind kind, const std::string& algo, uint64_t bytes,
                            const Communicator& comm, uint32_t channels, const CollectivePlan& eff,
                            LinkLoads& loads) const;
+    struct ChannelModels; //!< NCCL's release constants for one Plan (nccl-tuner.cc)
     /// `loads`: the algorithm's loads if already built for another protocol (they do not
     /// depend on it); null builds them here, and `built` (if given) receives them.
+    /// `models` (null in closed-form mode): NCCL's per-channel caps, which bound the executed
+    /// rate, and the release's tuner, whose differences from the executor's constants make
+    /// the candidate's Estimate::selectUs.
     Estimate EstimateCandidate(gpusim::CollKind kind, const std::string& algo,
                                const std::string& proto, uint64_t bytes, const Communicator& comm,
-                               uint32_t channels, const LinkLoads* loads = nullptr,
+                               uint32_t channels, const ChannelModels* models,
+                               const LinkLoads* loads = nullptr,
                                LinkLoads* built = nullptr) const;
     std::vector<std::string> CandidateAlgorithms(gpusim::CollKind kind,
                                                  const Communicator& comm) const;

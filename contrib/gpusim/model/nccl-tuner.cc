@@ -1,10 +1,13 @@
 // The tuner (NCCL's src/graph/tuning.cc and the algorithm choice in src/enqueue.cc): for every
 // (algorithm, protocol) a closed-form time = launch latency + dependency depth x per-step
 // latency + the busiest link's bytes / (capacity x efficiency) x pipeline fill, from the
-// algorithm's real transfers on the real routes and the cluster's calibration; the fastest
-// wins. See doc/design.md, "Auto selection".
+// algorithm's real transfers on the real routes and the cluster's calibration, each channel
+// at most NCCL's per-channel bandwidth; the candidate NCCL's tuner of the cluster's release
+// ranks fastest wins (its latency constants, its caps: model/nccl-version.h). See
+// doc/design.md, "Auto selection".
 #include "ns3/nccl-algorithms.h"
 #include "ns3/nccl-collective.h"
+#include "ns3/nccl-version.h"
 
 #include "ns3/log.h"
 
@@ -66,6 +69,48 @@ ProtoColumn(const std::string& proto)
     return p;
 }
 
+/// The least time (algo, proto) takes for `bytes` under NCCL's per-channel bus bandwidth
+/// caps (src/graph/tuning.cc: a tree channel at most perChMaxTreeBw, LL at 1/3.8 and
+/// LL128 at 120/128 of it and at most perChMaxTreeLL128Bw, a ring's LL128 channel at most
+/// perChMaxRingLL128Bw), on the graph's `graphChannels`; 0 where none applies. NCCL turns a
+/// tree's bus bandwidth into algorithm bandwidth at 0.5, a ring's at nRanks / nSteps.
+double
+ChannelCapUs(const gpusim::NcclSelectionModel& sel, CollKind kind, const std::string& algo,
+             const std::string& proto, uint64_t bytes, uint32_t ranks, uint32_t servers,
+             uint32_t graphChannels)
+{
+    const int nodes = servers <= 1 ? 0 : servers == 2 ? 1 : 2;
+    double busCap = 0;
+    if (algo == "tree" && sel.treeChannelGBps[nodes] > 0)
+    {
+        busCap = sel.treeChannelGBps[nodes];
+        if (proto == "ll")
+        {
+            busCap /= 3.8;
+        }
+        else if (proto == "ll128")
+        {
+            busCap *= 120.0 / 128;
+            if (sel.treeLl128ChannelGBps[nodes] > 0)
+            {
+                busCap = std::min(busCap, sel.treeLl128ChannelGBps[nodes]);
+            }
+        }
+    }
+    else if (algo == "ring" && proto == "ll128" && sel.ringLl128ChannelGBps[nodes] > 0)
+    {
+        busCap = sel.ringLl128ChannelGBps[nodes];
+    }
+    if (busCap <= 0 || graphChannels == 0 || ranks <= 1)
+    {
+        return 0.0;
+    }
+    const double steps = kind == CollKind::AllReduce ? 2.0 * (ranks - 1) : double(ranks - 1);
+    const double algGBps =
+        graphChannels * busCap * (algo == "tree" ? 0.5 : double(ranks) / steps);
+    return double(bytes) / (algGBps * 1e3);
+}
+
 } // namespace
 
 /// Loads and depths of one algorithm's transfers.
@@ -81,10 +126,22 @@ struct NcclWorld::LinkLoads
     double slotSteps = 0;
 };
 
+/// NCCL's constants for one Plan: the executor's release (2.26.2) bounds what a channel
+/// moves; the cluster's release is what NCCL's tuner selects by.
+struct NcclWorld::ChannelModels
+{
+    gpusim::NcclSelectionModel hardware;
+    gpusim::NcclSelectionModel selection;
+    uint32_t graphChannels = 0; //!< NCCL's graph channels, which the caps multiply
+};
+
 /// One candidate of the tuner.
 struct NcclWorld::Estimate
 {
     double us = std::numeric_limits<double>::infinity();
+    /// What the NCCL release's tuner compares (us + its constants' differences, its channel
+    /// caps); us where it has none. The plugin's reported latency comes on top.
+    double selectUs = std::numeric_limits<double>::infinity();
     double bwFactor = 1.0; //!< protocol factor x LL cap ratio
     uint32_t loops = 1;
 };
@@ -459,7 +516,8 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
 NcclWorld::Estimate
 NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::string& proto,
                              uint64_t bytes, const Communicator& comm, uint32_t channels,
-                             const LinkLoads* loads, LinkLoads* built) const
+                             const ChannelModels* models, const LinkLoads* loads,
+                             LinkLoads* built) const
 {
     Estimate e;
     const uint32_t n = comm.GetNRanks();
@@ -468,7 +526,7 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     e.bwFactor = costs.bwFactor;
     if (n <= 1)
     {
-        e.us = costs.baseLatency.GetNanoSeconds() / 1e3;
+        e.us = e.selectUs = costs.baseLatency.GetNanoSeconds() / 1e3;
         return e;
     }
     LinkLoads own;
@@ -504,6 +562,18 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
             e.bwFactor *= cap / busGBps;
         }
     }
+    // A channel is one thread block: NCCL's per-channel bus bandwidth caps (the executor's
+    // release) bound what the algorithm's channels move together, as llMaxBws does for LL.
+    if (models && loadSec > 0 && (algo == "tree" || algo == "ring"))
+    {
+        const double capUs = ChannelCapUs(models->hardware, kind, algo, proto, bytes, n,
+                                          comm.NumServers(), models->graphChannels);
+        const double bwUs = loadSec / e.bwFactor * 1e6;
+        if (capUs > bwUs)
+        {
+            e.bwFactor *= bwUs / capUs;
+        }
+    }
     // Per-step latency of each link class, with the wire latency of that class's routes on top
     // (or inside): a step inside a server waits the NVLink route's latency, not the network's.
     const bool inside = costs.hopIncludesWire;
@@ -535,6 +605,7 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
         const double cycle = std::max(perLoopNv + intraUs, perLoopNet);
         const double fill = perLoopNv * (1 + 2 / ppn) / (2 * (1 + 1 / ppn)) + perLoopNet;
         e.us = baseUs + loops * cycle + fill + latencyUs - intraUs;
+        e.selectUs = e.us;
         return e;
     }
     double fill = 1.0;
@@ -555,7 +626,27 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
         const double items = std::max(1.0, std::ceil(double(bytes) / channels / m_chunkBytes));
         fill += (n > 2 ? n - 2 : 0) / items;
     }
-    e.us = baseUs + latencyUs + loadSec / e.bwFactor * 1e6 * fill;
+    const double bandwidthUs = loadSec / e.bwFactor * 1e6 * fill;
+    e.us = baseUs + latencyUs + bandwidthUs;
+    e.selectUs = e.us;
+    if (models && (algo == "tree" || algo == "ring"))
+    {
+        const gpusim::NcclSelectionModel* selection = &models->selection;
+        // The release's own latency constants along the same steps, and its channel caps.
+        const int a = int(AlgoRow(algo));
+        const int p = int(ProtoColumn(proto));
+        const double selIntraUs = intraUs + selection->hopDeltaUs[int(NcclHop::Intra)][a][p];
+        const double selInterUs = interUs + selection->hopDeltaUs[int(NcclHop::Inter)][a][p];
+        double selLatencyUs = (L.depth - L.depthInter) * selIntraUs + L.depthInter * selInterUs;
+        if (L.slotSteps > 0)
+        {
+            selLatencyUs = std::max(selLatencyUs, L.slotSteps * selInterUs + selIntraUs);
+        }
+        e.selectUs = baseUs + selection->baseDeltaUs[a][p] + selLatencyUs +
+                     std::max(bandwidthUs, ChannelCapUs(*selection, kind, algo, proto, bytes,
+                                                        n, comm.NumServers(),
+                                                        models->graphChannels));
+    }
     return e;
 }
 
@@ -723,6 +814,19 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
         throw std::invalid_argument("unknown NCCL protocol '" + m_protocol +
                                     "' (auto, simple, ll128, ll)");
     }
+    // NCCL's channel caps and the tuner of the cluster's release (closed-form mode has
+    // neither), on NCCL's graph channels where the calibration knows them, else one per GPU of
+    // a server (the rings between servers; one server's flow model needs only one ring, NCCL
+    // still runs a channel per GPU or more).
+    const gpusim::NcclCalibration& cal = Calibration();
+    ChannelModels models;
+    models.hardware = gpusim::NcclSelectionFor("", cal.arch);
+    models.selection = gpusim::NcclSelectionFor(cal.ncclVersion, cal.arch);
+    models.graphChannels =
+        cal.graphChannels > 0
+            ? cal.graphChannels
+            : std::max<uint32_t>(1, comm.GetNRanks() / std::max<uint32_t>(1, servers));
+    const ChannelModels* sel = m_efficiency > 0 ? nullptr : &models;
     Estimate best;
     double bestSelectUs = std::numeric_limits<double>::infinity();
     for (const auto& a : algos)
@@ -742,10 +846,11 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
                 continue; // NVLS and NVLSTree run the Simple protocol only
             }
             const Estimate e = EstimateCandidate(kind, a, nvls ? "simple" : p, bytes, comm, ch,
-                                                 haveLoads ? &loads : nullptr,
+                                                 sel, haveLoads ? &loads : nullptr,
                                                  haveLoads ? nullptr : &loads);
             haveLoads = true;
-            const double selectUs = e.us + SelectionBiasUs(kind, a, nvls ? "simple" : p, comm);
+            const double selectUs =
+                e.selectUs + SelectionBiasUs(kind, a, nvls ? "simple" : p, comm);
             NS_LOG_LOGIC(a << "/" << p << " " << bytes << " B: " << e.us << " us (selected on "
                            << selectUs << ")");
             if (selectUs < bestSelectUs)
@@ -764,6 +869,7 @@ NcclWorld::Plan(CollKind kind, uint64_t bytes, const Communicator& comm) const
     FillCosts(plan.algo, plan.proto, plan);
     plan.bwFactor = best.bwFactor;
     plan.estimateUs = best.us;
+    plan.selectionUs = bestSelectUs;
     if (plan.algo == "nvls" || plan.algo == "nvlstree")
     {
         plan.loops = best.loops;

@@ -461,6 +461,27 @@ TEST(ClusterSpec, EfaStackTakesTheAwsPluginsNetworkSteps)
     EXPECT_NE(e.find("unknown NIC stack 'tcp' (verbs, efa)"), std::string::npos) << e;
 }
 
+TEST(ClusterSpec, NcclReleaseAndGraphChannelsFromYaml)
+{
+    // The release whose tuner selects, and NCCL's graph channels; the presets carry the
+    // generation (and dgx-h100 its 12 graph channels) and no release (2.26.2's constants).
+    ClusterSpec h100;
+    ASSERT_TRUE(gpusim::LookupClusterPreset("dgx-h100", h100));
+    EXPECT_EQ(h100.nccl.arch, "hopper");
+    EXPECT_EQ(h100.nccl.graphChannels, 12u);
+    EXPECT_EQ(h100.nccl.ncclVersion, "");
+    const ClusterSpec yaml = gpusim::ParseClusterSpecYaml(
+        "preset: dgx-a100\nncclVersion: 2.12.12\nncclGraphChannels: 6\n", "inline");
+    EXPECT_EQ(yaml.nccl.arch, "ampere");
+    EXPECT_EQ(yaml.nccl.ncclVersion, "2.12.12");
+    EXPECT_EQ(yaml.nccl.graphChannels, 6u);
+    std::string e = YamlError("preset: dgx-h100\nservers: 2\nncclVersion: 2.40.1\n");
+    EXPECT_NE(e.find("bad.yaml:3:"), std::string::npos) << e;
+    EXPECT_NE(e.find("unknown NCCL version '2.40.1'"), std::string::npos) << e;
+    e = YamlError("preset: dgx-h100\nncclGraphChannels: 40\n");
+    EXPECT_NE(e.find("graphChannels must be at most 32"), std::string::npos) << e;
+}
+
 TEST(ClusterSpec, BadYamlNamesFileLineAndKey)
 {
     std::string e = YamlError("preset: dgx-h100\nservers: 4\nnic_speed: 100\n");

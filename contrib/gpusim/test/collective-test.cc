@@ -659,24 +659,93 @@ TEST_F(Collectives, TreesOnAllNicsHalveTheBytesPerNic)
     // Forced tree AllReduce of 1 GiB on 2 servers of 2 GPUs and 2 x 400 Gb/s NICs, ideal wire
     // (efficiency 1: 50 GB/s per NIC, no latencies). Over 2 servers each tree of a mirrored
     // pair sends its S/C up one way and down the other, so a pair's leader NIC carries 2 S/C
-    // per direction. One tree per ring channel (C = 2, the default): one pair, led by GPU 0:
-    // NIC 0 carries S, NIC 1 nothing: S / 50 GB/s = 21,475 us. A pair per NIC (C = 4,
-    // TreesOnAllNics; NCCL runs the mirrored tree on its duplicated channels,
+    // per direction. One tree per ring channel (C = 2, TreesOnAllNics false): one pair, led by
+    // GPU 0: NIC 0 carries S, NIC 1 nothing: S / 50 GB/s = 21,475 us. A pair per NIC (C = 4,
+    // the default; NCCL runs the mirrored tree on its duplicated channels,
     // src/graph/connect.cc): S/2 on each NIC, 10,737 us. NVLink (450 GB/s) carries about S per
     // GPU. The rest is the pipeline fill of 128 chunks per tree (1-3 %).
     auto spec = Preset("dgx-h100", 2);
     spec.gpusPerServer = 2;
     spec.nicsPerServer = 2;
     const double S = 1u << 30;
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(false));
     const CollectiveRecord half = RunRecord(spec, 1u << 30, 1, "tree", "simple");
+    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(true));
     EXPECT_EQ(half.plan.channels, 2u);
     EXPECT_NEAR(DurationUs(half), S / 50e3, 0.02 * S / 50e3);
-    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(true));
     const CollectiveRecord all = RunRecord(spec, 1u << 30, 1, "tree", "simple");
-    Config::SetDefault("ns3::NcclWorld::TreesOnAllNics", BooleanValue(false));
     EXPECT_EQ(all.plan.channels, 4u);
     EXPECT_NEAR(DurationUs(all), S / 100e3, 0.03 * S / 100e3);
     EXPECT_LT(DurationUs(all), 0.52 * DurationUs(half));
+}
+
+namespace
+{
+/// Two servers of 4 H100 on NVLink without NVSwitch and 4 x 200 Gb/s NICs (SURF Snellius's
+/// gpu_h100 nodes), NCCL's 4 graph channels ("8 coll channels" logged), release `version`.
+gpusim::ClusterSpec
+FourGpuBoards(const std::string& version, uint32_t graphChannels = 4)
+{
+    auto spec = Preset("dgx-h100", 2);
+    spec.gpusPerServer = 4;
+    spec.nicsPerServer = 4;
+    spec.nicGbps = 200;
+    spec.nccl.nvls = false;
+    spec.nccl.graphChannels = graphChannels;
+    spec.nccl.ncclVersion = version;
+    return spec;
+}
+} // namespace
+
+TEST_F(Collectives, NcclReleaseDecidesRingOrTree)
+{
+    // NCCL selects by its own model. Up to 2.16 Hopper took Ampere's tree cap, 23.6 GB/s per
+    // channel on 2 nodes: 4 channels x 23.6 x 0.5 = 47.2 GB/s of algorithm bandwidth, below
+    // the ring's NIC-bound 4 x 25 x 0.94 x 8/14 = 53.7, so the ring wins at 1 GiB; with
+    // Hopper's own 41.4 (2.17 on) the tree, which sends each byte across once, wins.
+    EXPECT_EQ(RunRecord(FourGpuBoards("2.12.12"), 1u << 30).plan.algo, "ring");
+    EXPECT_EQ(RunRecord(FourGpuBoards("2.17.1"), 1u << 30).plan.algo, "tree");
+    // Up to 2.22 tree/Simple costs 28 us per hop (2 x (3 NVLink + 1 network) hops, baseLat 0:
+    // 163.6 us more than 2.26's 8.4 + 2 x (3 x 4 + 14)), so at 32 MiB NCCL 2.22 takes
+    // tree/LL128 where 2.26 takes tree/Simple.
+    const CollectiveRecord old = RunRecord(FourGpuBoards("2.22.3"), 32 << 20);
+    EXPECT_EQ(old.plan.algo + "/" + old.plan.proto, "tree/ll128");
+    const CollectiveRecord now = RunRecord(FourGpuBoards("2.26.2"), 32 << 20);
+    EXPECT_EQ(now.plan.algo + "/" + now.plan.proto, "tree/simple");
+}
+
+TEST_F(Collectives, ReleaseConstantsBiasTheSelectionNotTheRun)
+{
+    // Forced tree/Simple, 8 bytes: NCCL 2.22's tuner charges -8.4 (baseLat 0 instead of 8.4)
+    // + 6 NVLink steps x (28 - 4) + 2 network steps x (28 - 14) = 163.6 us more than the
+    // executor's constants; the executed time is the same under both releases.
+    const CollectiveRecord r22 = RunRecord(FourGpuBoards("2.22.3"), 8, 0, "tree", "simple");
+    const CollectiveRecord r26 = RunRecord(FourGpuBoards("2.26.2"), 8, 0, "tree", "simple");
+    EXPECT_NEAR(r22.plan.selectionUs - r22.plan.estimateUs, 163.6, 1e-6);
+    EXPECT_NEAR(r26.plan.selectionUs, r26.plan.estimateUs, 1e-9);
+    EXPECT_DOUBLE_EQ(DurationUs(r22), DurationUs(r26));
+}
+
+TEST_F(Collectives, ATreeChannelMovesAtMostNcclsPerChannelBandwidth)
+{
+    // Forced tree/Simple, 1 GiB on the two 4-GPU servers. Each NIC carries S/4 per direction:
+    // S / 4 / (25 GB/s x 0.94) = 11,423 us plus the fill of the 4-GPU chains. NCCL caps a
+    // Hopper tree channel at 41.4 GB/s of its bus bandwidth on 2 nodes, half of it algorithm
+    // bandwidth: on 4 graph channels at most 82.8 GB/s, S / 82.8 GB/s = 12,968 us, which
+    // binds; on 8 it does not, and the run is the one without any cap (no GPU generation).
+    const double S = 1u << 30;
+    const double capUs = S / 82.8e3;
+    const double four = DurationUs(RunRecord(FourGpuBoards(""), 1u << 30, 0, "tree", "simple"));
+    const double eight =
+        DurationUs(RunRecord(FourGpuBoards("", 8), 1u << 30, 0, "tree", "simple"));
+    auto uncapped = FourGpuBoards("");
+    uncapped.nccl.arch = "";
+    const double none = DurationUs(RunRecord(uncapped, 1u << 30, 0, "tree", "simple"));
+    EXPECT_GE(four, capUs);
+    EXPECT_LT(four, 1.02 * capUs);
+    EXPECT_DOUBLE_EQ(eight, none);
+    EXPECT_GT(none, S / 4 / 23.5e3);
+    EXPECT_LT(none, capUs);
 }
 
 TEST_F(Collectives, LlTreeStreamsThroughItsDepth)
@@ -877,6 +946,17 @@ TEST(Validation, ClusterFromHardwareReadsTheTables)
     }
     EXPECT_THROW(gpusim::ClusterFromHardware("8 x MI300X, 1 node", "t"), std::runtime_error);
     EXPECT_THROW(gpusim::ClusterFromHardware("8 x H100", "t"), std::runtime_error);
+    // The NCCL release and the collective channels NCCL logged (twice its graph channels).
+    const gpusim::ClusterSpec sn = gpusim::ClusterFromHardware(
+        "2 nodes, 4 x H100 each, 4 x 200 Gb/s InfiniBand; NCCL 2.22.3+cuda12.6 (8 coll "
+        "channels)",
+        "t");
+    EXPECT_EQ(sn.nccl.ncclVersion, "2.22.3");
+    EXPECT_EQ(sn.nccl.graphChannels, 4u);
+    const gpusim::ClusterSpec unstated =
+        gpusim::ClusterFromHardware("2 nodes, 8 x H100; NCCL version not printed", "t");
+    EXPECT_EQ(unstated.nccl.ncclVersion, "");
+    EXPECT_EQ(unstated.nccl.graphChannels, 12u); // the dgx-h100 preset's
 }
 
 TEST(Validation, ReportsErrorsAgainstAClosedForm)

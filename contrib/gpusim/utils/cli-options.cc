@@ -2,6 +2,7 @@
 
 #include "ns3/background-traffic.h"
 #include "ns3/gpu-spec.h"
+#include "ns3/nccl-version.h"
 
 #include <climits>
 #include <cmath>
@@ -252,7 +253,8 @@ const std::set<std::string> kClusterOptions = {"preset", "cluster", "servers", "
                                                "nics-per-server", "nic-gbps", "nvlink-gbps",
                                                "fabric", "oversubscription", "gpu",
                                                "link-down", "link-rate", "straggler",
-                                               "convergence", "routing", "nic-stack"};
+                                               "convergence", "routing", "nic-stack",
+                                               "nccl-version"};
 
 ClusterSpec
 SpecFromOptions(const Options& o, uint32_t minGpus)
@@ -300,6 +302,17 @@ SpecFromOptions(const Options& o, uint32_t minGpus)
         {
             throw UsageError(std::string("--nic-stack: ") + e.what());
         }
+    }
+    if (o.Has("nccl-version"))
+    {
+        const std::string version = o.Get("nccl-version", "");
+        uint32_t code = 0;
+        if (!ParseNcclVersion(version, code))
+        {
+            throw UsageError("--nccl-version: unknown NCCL version '" + version +
+                             "' (modelled: " + ModelledNcclVersions() + ")");
+        }
+        spec.nccl.ncclVersion = version;
     }
     // The packet backend routes each packet over the real spines; the flow backend models
     // adaptive routing by merging them (ClusterSpec::mergeAdaptiveSpines).
@@ -370,6 +383,10 @@ DescribeCluster(const ClusterSpec& s)
     if (s.oversubscription > 1)
     {
         os << " " << s.oversubscription << ":1 oversubscribed";
+    }
+    if (!s.nccl.ncclVersion.empty())
+    {
+        os << ", NCCL " << s.nccl.ncclVersion << "'s tuner";
     }
     return os.str();
 }

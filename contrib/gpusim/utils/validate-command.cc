@@ -8,6 +8,7 @@
 #include "ns3/gpusim-commands.h"
 #include "ns3/job-builder.h"
 #include "ns3/json-writer.h"
+#include "ns3/nccl-version.h"
 #include "ns3/nccl-host-cost.h"
 #include "ns3/simulator.h"
 
@@ -383,6 +384,21 @@ ClusterFromHardware(const std::string& hardware, const std::string& id)
     if (std::regex_search(hardware, std::regex(R"(\bEFA\b)")))
     {
         UseNicStack(spec, "efa");
+    }
+    // The NCCL release, whose tuner picks the algorithm and protocol (model/nccl-version.h),
+    // and the collective channels NCCL logged: twice its graph channels, which NCCL
+    // duplicates after the search (src/graph/connect.cc).
+    if (std::regex_search(hardware, m, std::regex(R"(\bNCCL\s+(2\.\d{1,2}\.\d{1,2})\b)")))
+    {
+        uint32_t code = 0;
+        if (ParseNcclVersion(m[1], code))
+        {
+            spec.nccl.ncclVersion = m[1];
+        }
+    }
+    if (std::regex_search(hardware, m, std::regex(R"((\d{1,3})\s+coll\s+channels)")))
+    {
+        spec.nccl.graphChannels = std::max<uint32_t>(1, count(m[1], "channel count") / 2);
     }
     // GPUs joined by NVLink without an NVSwitch (4-GPU HGX boards): no NVLink SHARP, so NCCL
     // offers neither NVLS nor NVLSTree. The server stays the preset's NVLink star, each GPU
