@@ -533,7 +533,8 @@ Communicator::RingConns(const CollectivePlan& plan) const
     // (kNcclSteps) where RingNetSlots says so. Inside a server the GPU's warps post their own
     // steps (prims_simple.h: waitPeer, copy/reduce, postPeer), one at a time, as NVLS's NVLink
     // stages. With one slot everywhere the executor needs none of this.
-    if (m_world->RingNetSlots() == 1)
+    const uint32_t slots = m_world->RingNetSlots(plan.proto);
+    if (slots == 1)
     {
         return {};
     }
@@ -549,7 +550,7 @@ Communicator::RingConns(const CollectivePlan& plan) const
             const uint32_t dst = m_gpus[ring[(p + 1) % n]];
             const NcclWorld::HopInfo& hop = m_world->Hop(src, dst);
             RingConn& k = conns[c][p];
-            k.slots = hop.inter ? m_world->RingNetSlots() : 1;
+            k.slots = hop.inter ? slots : 1;
             k.step = StepDelay(plan, src, dst, false);
             k.wire = NanoSeconds(std::llround(hop.wireUs * 1e3));
         }
@@ -802,15 +803,27 @@ NcclWorld::GetTypeId()
                           MakeUintegerAccessor(&NcclWorld::m_pipelineDepth),
                           MakeUintegerChecker<uint32_t>(1, 64))
             .AddAttribute("RingNetSlots",
-                          "Chunks a ring connection between servers keeps in flight. NCCL's "
-                          "proxy keeps NCCL_STEPS = 8 (src/include/device.h; prims_simple.h, "
-                          "prims_ll*.h wait for a free slot of 8), so a ring's network step "
-                          "latency runs alongside earlier chunks and its bytes follow each "
-                          "other on the wire. 1 (default) sends one step at a time, each waiting "
-                          "the network step latency: with 8 the A100 calibration table's "
-                          "32-128 MiB sizes come out 22-41 % fast (doc/validation.md)",
+                          "Chunks an LL128 or Simple ring connection between servers keeps in "
+                          "flight. NCCL's proxy keeps NCCL_STEPS = 8 (src/include/device.h; "
+                          "prims_simple.h, prims_ll*.h wait for a free slot of 8), so a ring's "
+                          "network step latency runs alongside earlier chunks and its bytes "
+                          "follow each other on the wire. 1 (default) sends one step at a time, "
+                          "each waiting the network step latency: with 8 the A100 calibration "
+                          "table's 32-128 MiB sizes come out 22-41 % fast (doc/validation.md)",
                           UintegerValue(1),
                           MakeUintegerAccessor(&NcclWorld::m_ringNetSlots),
+                          MakeUintegerChecker<uint32_t>(1, 64))
+            .AddAttribute("LlRingNetSlots",
+                          "The same for LL rings: NCCL's NCCL_STEPS = 8 (default). An LL step is "
+                          "one chunk (src/enqueue.cc: chunkSteps 1 for every protocol but "
+                          "Simple), and NCCL's own latency model charges a ring a network step "
+                          "per crossing of the data's path, not one per ring step "
+                          "(src/graph/tuning.cc, nInterSteps). LL runs only at small sizes, "
+                          "where the latency is the whole time; the one-slot default of "
+                          "RingNetSlots stands for a mid-size cost of LL128 and Simple rings "
+                          "(doc/validation.md)",
+                          UintegerValue(kNcclSteps),
+                          MakeUintegerAccessor(&NcclWorld::m_llRingNetSlots),
                           MakeUintegerChecker<uint32_t>(1, 64))
             .AddAttribute("TreeNetSlots",
                           "Chunks a Simple / LL128 tree connection between servers keeps in "
@@ -1067,9 +1080,9 @@ NcclWorld::NetGBps(uint32_t gpu) const
 }
 
 uint32_t
-NcclWorld::RingNetSlots() const
+NcclWorld::RingNetSlots(const std::string& proto) const
 {
-    return m_ringNetSlots;
+    return proto == "ll" ? m_llRingNetSlots : m_ringNetSlots;
 }
 
 uint32_t

@@ -486,8 +486,9 @@ class NcclWorld : public Object
     double NetGBps(uint32_t gpu) const;
     /// Trees of a tree plan whose rings have `channels` channels (mirrored pairs).
     uint32_t TreeChannels(uint32_t channels) const;
-    /// Chunks a ring connection between servers keeps in flight (RingNetSlots).
-    uint32_t RingNetSlots() const;
+    /// Chunks a ring connection between servers keeps in flight under protocol `proto`
+    /// (LlRingNetSlots for LL, RingNetSlots for LL128 and Simple).
+    uint32_t RingNetSlots(const std::string& proto) const;
     /// Chunks a Simple / LL128 tree connection between servers keeps in flight (TreeNetSlots).
     uint32_t TreeNetSlots() const;
     /// RingFlows with NvlsTrialLoops > 0: NVLS loops run chunk by chunk at most (0: off).
@@ -573,6 +574,7 @@ class NcclWorld : public Object
     uint64_t m_chunkBytes;
     uint32_t m_pipelineDepth;
     uint32_t m_ringNetSlots;
+    uint32_t m_llRingNetSlots;
     uint32_t m_treeNetSlots;
     bool m_treesOnAllNics;
     bool m_pxn;

@@ -121,9 +121,10 @@ struct NcclWorld::LinkLoads
     double depthInter = 0;     //!< of which steps wait on a connection between servers
     double maxWireUs = 0;      //!< longest route latency among the transfers between servers
     double maxWireIntraUs = 0; //!< among those inside a server (NVLink, NVSwitch)
-    /// Ring with chunks in flight: network steps one connection waits one after another for
-    /// its slots (the path then takes one step inside a server); 0 where none.
-    double slotSteps = 0;
+    /// A ring crossing servers: the network steps in the heaviest window of `depth`
+    /// consecutive ring hops (RingInterSteps), which the data's path waits when its
+    /// connections keep chunks in flight (RingNetSlots of the protocol); -1 otherwise.
+    double ringPathInter = -1;
 };
 
 /// NCCL's constants for one Plan: the executor's release (2.26.2) bounds what a channel
@@ -380,7 +381,7 @@ AddTreeLoads(LoadBuilder& lb, const Communicator& comm, double S, uint32_t C, do
 /// that keeps `slots` > 1 chunks in flight (RingNetSlots; PipelineExecutor with RingConns) no
 /// longer gates every step; the latency path is the data's, `depth` consecutive ring hops,
 /// and its heaviest window holds the most hops between servers. (A connection's own items
-/// still wait for a free slot: AddRingLoads' slotSteps.)
+/// still wait for a free slot: EstimateCandidate's slotSteps.)
 double
 RingInterSteps(const LoadBuilder& lb, const Communicator& comm, uint32_t C, double depth)
 {
@@ -426,8 +427,7 @@ RingInterSteps(const LoadBuilder& lb, const Communicator& comm, uint32_t C, doub
 /// chunks in flight (RingInterSteps).
 void
 AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std::string& algo,
-             double S, uint32_t C, uint32_t slots, double& depth, double& depthInter,
-             double& slotSteps)
+             double S, uint32_t C, double& depth, double& depthInter, double& ringPathInter)
 {
     const uint32_t n = comm.GetNRanks();
     if (algo == "direct")
@@ -475,14 +475,12 @@ AddRingLoads(LoadBuilder& lb, const Communicator& comm, CollKind kind, const std
                 lb.Add(ring[p], ring[(p + 1) % n], c, perHop);
             }
         }
-        if (algo == "ring" && lb.anyInter && slots > 1)
+        if (algo == "ring" && lb.anyInter)
         {
-            depthInter = RingInterSteps(lb, comm, C, depth);
-            // Items 0, K, 2K, ... of one connection wait for each other's slot.
-            slotSteps = std::ceil(depth / slots);
-            return;
+            ringPathInter = RingInterSteps(lb, comm, C, depth);
         }
     }
+    // One chunk in flight per connection: the crossing connection gates every step.
     depthInter = lb.anyInter ? depth : 0;
 }
 
@@ -498,6 +496,7 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
     const uint32_t C = std::max<uint32_t>(1, channels);
     L.depth = 0;
     L.depthInter = 0;
+    L.ringPathInter = -1;
     if (algo == "nvls" || algo == "nvlstree")
     {
         AddNvlsLoads(lb, comm, S, L.depth, L.depthInter);
@@ -508,8 +507,7 @@ NcclWorld::AddAlgorithmLoads(CollKind kind, const std::string& algo, uint64_t by
     }
     else
     {
-        AddRingLoads(lb, comm, kind, algo, S, C, RingNetSlots(), L.depth, L.depthInter,
-                     L.slotSteps);
+        AddRingLoads(lb, comm, kind, algo, S, C, L.depth, L.depthInter, L.ringPathInter);
     }
 }
 
@@ -584,10 +582,20 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
     const double intraUs = stepUs(costs.stepLatency, L.maxWireIntraUs);
     const double interUs = stepUs(costs.stepLatencyInter, L.maxWireUs);
     const double baseUs = costs.baseLatency.GetNanoSeconds() / 1e3;
-    double latencyUs = (L.depth - L.depthInter) * intraUs + L.depthInter * interUs;
-    if (L.slotSteps > 0)
+    // A ring whose connections between servers keep K > 1 chunks in flight: the data's path,
+    // or items 0, K, 2K, ... of one connection waiting for each other's slot.
+    double depthInter = L.depthInter;
+    double slotSteps = 0;
+    const uint32_t slots = algo == "ring" ? RingNetSlots(proto) : 1;
+    if (slots > 1 && L.ringPathInter >= 0)
     {
-        latencyUs = std::max(latencyUs, L.slotSteps * interUs + intraUs);
+        depthInter = L.ringPathInter;
+        slotSteps = std::ceil(L.depth / slots);
+    }
+    double latencyUs = (L.depth - depthInter) * intraUs + depthInter * interUs;
+    if (slotSteps > 0)
+    {
+        latencyUs = std::max(latencyUs, slotSteps * interUs + intraUs);
     }
     if (algo == "nvls" || algo == "nvlstree")
     {
@@ -637,10 +645,10 @@ NcclWorld::EstimateCandidate(CollKind kind, const std::string& algo, const std::
         const int p = int(ProtoColumn(proto));
         const double selIntraUs = intraUs + selection->hopDeltaUs[int(NcclHop::Intra)][a][p];
         const double selInterUs = interUs + selection->hopDeltaUs[int(NcclHop::Inter)][a][p];
-        double selLatencyUs = (L.depth - L.depthInter) * selIntraUs + L.depthInter * selInterUs;
-        if (L.slotSteps > 0)
+        double selLatencyUs = (L.depth - depthInter) * selIntraUs + depthInter * selInterUs;
+        if (slotSteps > 0)
         {
-            selLatencyUs = std::max(selLatencyUs, L.slotSteps * selInterUs + selIntraUs);
+            selLatencyUs = std::max(selLatencyUs, slotSteps * selInterUs + selIntraUs);
         }
         e.selectUs = baseUs + selection->baseDeltaUs[a][p] + selLatencyUs +
                      std::max(bandwidthUs, ChannelCapUs(*selection, kind, algo, proto, bytes,

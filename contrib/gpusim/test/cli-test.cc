@@ -65,6 +65,34 @@ TEST(Cli, P2pCopyOutOptionReachesTheNcclModel)
     EXPECT_NEAR(timeUs("false"), 91.15, 0.01);
 }
 
+TEST(Cli, LlRingNetSlotsOptionReachesTheNcclModel)
+{
+    // 8-byte ring/LL AllReduce on 2 x dgx-h100 (16 ranks, 30 steps, 4 of the data's path across
+    // servers): NCCL's 8 steps in flight by default, 6.6 + 26 x 0.6 + 4 x 2.7 = 33.0 us; one at
+    // a time, the crossing connection pays the network step on all 30: 6.6 + 30 x 2.7 = 87.6.
+    auto timeUs = [](const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {"collective", "--servers", "2", "--algo", "ring",
+                                         "--proto", "ll", "--bytes", "8", "--quiet"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        CliResult r = Cli(args);
+        EXPECT_EQ(r.code, 0) << r.err;
+        std::istringstream in(r.out.substr(r.out.find("\n           8 ") + 1));
+        std::string field;
+        for (int i = 0; i < 9; ++i)
+        {
+            in >> field;
+        }
+        return std::stod(field);
+    };
+    EXPECT_NEAR(timeUs({}), 33.0, 0.01);
+    EXPECT_NEAR(timeUs({"--ll-ring-net-slots", "1"}), 87.6, 0.01);
+    // --ring-net-slots is LL128's and Simple's: LL keeps its 8.
+    EXPECT_NEAR(timeUs({"--ring-net-slots", "1"}), 33.0, 0.01);
+    CliResult bad = Cli({"collective", "--ll-ring-net-slots", "0"});
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_NE(bad.err.find("--ll-ring-net-slots must be 1 to 64"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, CollectiveJsonIsValidAndDeterministic)
 {
     const std::string a = TempPath("a.json");

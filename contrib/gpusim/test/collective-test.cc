@@ -503,11 +503,13 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
     //             across servers, which needs CollNet and is never offered)
     // Depths: one server's ring 2(n-1) = 14 NVLink steps; its tree a chain, 7 up + 7 down.
     // Across S servers the tree is 2 x (7 NVLink + log2 S network) steps, NVLSTree's the 4
-    // NVLS stages + 2 log2 S network steps. A ring across servers pays the network step on all
-    // 2(n-1) steps: its crossing connection carries every step after the last (one transfer
-    // in flight per connection, RingNetSlots' default), where NCCL's estimate counts 2(S-1)
-    // network steps only (doc/validation.md, "What still differs";
-    // RingConnectionsBetweenServersKeepChunksInFlight runs NCCL's 8).
+    // NVLS stages + 2 log2 S network steps. An LL ring across servers keeps NCCL's 8 chunks in
+    // flight per connection (LlRingNetSlots): the data's path, 30 consecutive ring hops of
+    // which at most 4 cross servers. LL128 and Simple rings pay the network step on all
+    // 2(n-1) steps: their crossing connection carries every step after the last (one
+    // transfer in flight, RingNetSlots' default), where NCCL's estimate counts 2(S-1) network
+    // steps only (doc/validation.md, "What still differs";
+    // RingConnectionsBetweenServersKeepChunksInFlight runs 8 for them too).
     struct Case
     {
         uint32_t servers;
@@ -526,7 +528,7 @@ TEST_F(Collectives, SmallSizesPayNcclsLatencyConstants)
         {2, "tree", "ll", 6.8 + 2 * (7 * 0.6 + 5.0)},
         {2, "tree", "ll128", 14.0 + 2 * (7 * 1.25 + 8.5)},
         {2, "tree", "simple", 8.4 + 2 * (7 * 4.0 + 14.0)},
-        {2, "ring", "ll", 6.6 + 30 * 2.7},
+        {2, "ring", "ll", 6.6 + 26 * 0.6 + 4 * 2.7},
         {2, "ring", "ll128", 14.0 + 30 * 4.0},
         {2, "ring", "simple", 8.4 + 30 * 14.0},
         {2, "nvlstree", "simple", 11.4 + 4 * 3.4 + 2 * 14.0},
@@ -561,7 +563,7 @@ TEST_F(Collectives, EfaNetworkStepsPayTheAwsPluginsLatency)
         {2, "tree", "ll", 6.8 + 2 * (7 * 0.6 + 20.0)},
         {2, "tree", "ll128", 14.0 + 2 * (7 * 1.25 + 20.0)},
         {2, "tree", "simple", 8.4 + 2 * (7 * 4.0 + 23.0)},
-        {2, "ring", "ll", 6.6 + 30 * 20.0},
+        {2, "ring", "ll", 6.6 + 26 * 0.6 + 4 * 20.0},
         {2, "ring", "simple", 8.4 + 30 * 23.0},
         {2, "nvlstree", "simple", 11.4 + 4 * 3.4 + 2 * 23.0},
     };
@@ -603,9 +605,10 @@ TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
     // 8), so a step's network latency runs alongside the steps before it (RingNetSlots 8):
     // the time is the data's path, 30 consecutive ring hops of which at most 4 cross
     // servers: base + 26 NVLink + 4 network steps (the constants of
-    // SmallSizesPayNcclsLatencyConstants). One step at a time (RingNetSlots 1, the default),
-    // the crossing connection pays its network step on all 30 steps. With 2 slots its steps
-    // 0, 2, ..., 28 wait for each other's slot (15 network steps), then one NVLink step.
+    // SmallSizesPayNcclsLatencyConstants). One step at a time (RingNetSlots 1, the default of
+    // LL128 and Simple), the crossing connection pays its network step on all 30 steps. With
+    // 2 slots its steps 0, 2, ..., 28 wait for each other's slot (15 network steps), then one
+    // NVLink step. LL's own attribute (LlRingNetSlots, default 8) sets its slots.
     struct Case
     {
         uint32_t slots;
@@ -621,14 +624,24 @@ TEST_F(Collectives, RingConnectionsBetweenServersKeepChunksInFlight)
     };
     for (const Case& c : cases)
     {
-        Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(c.slots));
+        const char* attribute = std::string(c.proto) == "ll" ? "ns3::NcclWorld::LlRingNetSlots"
+                                                             : "ns3::NcclWorld::RingNetSlots";
+        Config::SetDefault(attribute, UintegerValue(c.slots));
         const CollectiveRecord r = RunRecord(Preset("dgx-h100", 2), 8, 0, "ring", c.proto);
         EXPECT_NEAR(DurationUs(r), c.us, 0.02) << c.slots << " slots, ring/" << c.proto;
         // The tuner's estimate follows the executor: the data's path, or the slots' wait.
         EXPECT_NEAR(r.plan.estimateUs, c.us, 0.1) << c.slots << " slots, ring/" << c.proto;
         Simulator::Destroy();
+        Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
+        Config::SetDefault("ns3::NcclWorld::LlRingNetSlots", UintegerValue(8));
     }
-    Config::SetDefault("ns3::NcclWorld::RingNetSlots", UintegerValue(1));
+    // The defaults: LL keeps NCCL's 8, the others one.
+    EXPECT_NEAR(DurationUs(RunRecord(Preset("dgx-h100", 2), 8, 0, "ring", "ll")),
+                6.6 + 26 * 0.6 + 4 * 2.7, 0.02);
+    Simulator::Destroy();
+    EXPECT_NEAR(DurationUs(RunRecord(Preset("dgx-h100", 2), 8, 0, "ring", "ll128")),
+                14.0 + 30 * 4.0, 0.02);
+    Simulator::Destroy();
 }
 
 TEST_F(Collectives, TreeConnectionsBetweenServersKeepChunksInFlight)

@@ -47,6 +47,7 @@ const std::set<std::string> kNcclOptions = {"algo", "proto", "channels", "effici
                                             "chunk-bytes", "cc", "queue", "mtu", "buffer",
                                             "sample-us", "fidelity", "transport", "pfc",
                                             "rdma-reorder", "flowlet-gap-us", "ring-net-slots",
+                                            "ll-ring-net-slots",
                                             "tree-net-slots", "trees-on-all-nics",
                                             "p2p-copy-out"};
 
@@ -281,6 +282,15 @@ ConfigureNccl(const Options& o, GpuWorkloadHelper& h, const std::string& default
         }
         h.SetNcclAttribute("RingNetSlots", UintegerValue(slots));
     }
+    if (o.Has("ll-ring-net-slots"))
+    {
+        const uint32_t slots = o.Count("ll-ring-net-slots", 1);
+        if (slots < 1 || slots > 64)
+        {
+            throw UsageError("--ll-ring-net-slots must be 1 to 64");
+        }
+        h.SetNcclAttribute("LlRingNetSlots", UintegerValue(slots));
+    }
     if (o.Has("tree-net-slots"))
     {
         const uint32_t slots = o.Count("tree-net-slots", 1);
@@ -382,8 +392,10 @@ PrintCollectiveUsage(std::ostream& os)
           "                        adaptive merges the spines)\n"
           "  --op allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv\n"
           "  --algo ring|tree|nvls|nvlstree|auto --proto simple|ll128|ll|auto --channels C\n"
-          "  --ring-net-slots K    chunks a ring connection between servers keeps in\n"
-          "                        flight (NCCL: 8; default 1, doc/validation.md)\n"
+          "  --ring-net-slots K    chunks an LL128 / Simple ring connection between\n"
+          "                        servers keeps in flight (NCCL: 8; default 1,\n"
+          "                        doc/validation.md)\n"
+          "  --ll-ring-net-slots K the same for LL rings (default 8, NCCL's)\n"
           "  --tree-net-slots K    the same for Simple / LL128 tree connections\n"
           "                        (default 8)\n"
           "  --trees-on-all-nics true|false   a mirrored pair of trees per NIC (NCCL's\n"
