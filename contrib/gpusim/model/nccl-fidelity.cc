@@ -348,6 +348,11 @@ Communicator::ExecJoin(uint64_t seq, uint32_t commRank)
         return;
     }
     Simulator::Cancel(inst.deadline);
+    if (nvls && m.state == MemoEntry::State::Fast && m_world->LinksFree(m.links))
+    {
+        Decide(seq, inst); // an earlier one-rail run of it, replayed
+        return;
+    }
     if (ring)
     {
         StartRingFlows(seq, inst);
@@ -458,8 +463,27 @@ Communicator::FinishCollectiveLevel(Instance& inst)
                 m.ringConflict = true;
                 NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
                                     << ": run as edge flows, met other traffic");
-                break;
+                return;
             }
+        }
+        if (oneRail &&
+            (m.state == MemoEntry::State::Learn || m.state == MemoEntry::State::Watch))
+        {
+            // One rail ran alone on its links from the instant its last rank joined, chunk by
+            // chunk: what a watched chunk-level run records. Later lockstep instances on idle
+            // links replay it instead of running the rail's loops again. (Ring edge flows cost
+            // one flow per edge and share their links with late traffic at fluid rates, which a
+            // replay could not: they run each time.)
+            m.links = m.ringLinks;
+            m.done.resize(m_nranks);
+            m.span = Time(0);
+            for (uint32_t r = 0; r < m_nranks; ++r)
+            {
+                m.done[r] = rec.rankDone[r] - inst.start;
+                m.span = Max(m.span, m.done[r]);
+            }
+            m.transfers = rec.transfers;
+            m.state = MemoEntry::State::Fast;
         }
         return;
     }
@@ -472,9 +496,11 @@ Communicator::FinishCollectiveLevel(Instance& inst)
             if (net->GetLinkFlowStarts(m.links[i]) != inst.snap[i])
             {
                 // Traffic that started after the replay shared its links: the replay missed
-                // that contention. Never replay this op again.
+                // that contention. Never replay this op again, nor run its edge flows (it
+                // may have replayed one of their runs): chunk level from now on.
                 ++stats.conflicts;
                 m.state = MemoEntry::State::Never;
+                m.ringConflict = true;
                 NS_LOG_WARN("comm " << m_id << " seq " << rec.seq
                                     << ": replayed collective met other traffic");
                 break;
