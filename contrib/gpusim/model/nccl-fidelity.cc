@@ -444,6 +444,18 @@ Communicator::FinishCollectiveLevel(Instance& inst)
     CollectiveRecord& rec = inst.record;
     FlowBackend* net = m_world->GetFlowBackend();
     NcclWorld::FidelityStats& stats = m_world->MutableFidelityStats();
+    // What a run alone on its links leaves for replay: each rank's completion after its start.
+    auto rememberForReplay = [&]() {
+        m.done.resize(m_nranks);
+        m.span = Time(0);
+        for (uint32_t r = 0; r < m_nranks; ++r)
+        {
+            m.done[r] = rec.rankDone[r] - inst.start;
+            m.span = Max(m.span, m.done[r]);
+        }
+        m.transfers = rec.transfers;
+        m.state = MemoEntry::State::Fast;
+    };
     if (inst.mode == Mode::Fluid)
     {
         // The chunk level's transfers: every edge flow stands for one per item.
@@ -475,15 +487,7 @@ Communicator::FinishCollectiveLevel(Instance& inst)
             // one flow per edge and share their links with late traffic at fluid rates, which a
             // replay could not: they run each time.)
             m.links = m.ringLinks;
-            m.done.resize(m_nranks);
-            m.span = Time(0);
-            for (uint32_t r = 0; r < m_nranks; ++r)
-            {
-                m.done[r] = rec.rankDone[r] - inst.start;
-                m.span = Max(m.span, m.done[r]);
-            }
-            m.transfers = rec.transfers;
-            m.state = MemoEntry::State::Fast;
+            rememberForReplay();
         }
         return;
     }
@@ -555,15 +559,7 @@ Communicator::FinishCollectiveLevel(Instance& inst)
         ++stats.unwatched;
         return;
     }
-    m.done.resize(m_nranks);
-    m.span = Time(0);
-    for (uint32_t r = 0; r < m_nranks; ++r)
-    {
-        m.done[r] = rec.rankDone[r] - inst.start;
-        m.span = Max(m.span, m.done[r]);
-    }
-    m.transfers = rec.transfers;
-    m.state = MemoEntry::State::Fast;
+    rememberForReplay();
     ++stats.watched;
 }
 
