@@ -112,7 +112,8 @@ Communicator::RingFlowsApply(const MemoEntry& m, const gpusim::Op& op) const
     // edge flows' (up to 20 % at 1-32 MiB on 2 x dgx-h100): run those chunk by chunk.
     return m_world->IsRingFlows() && m_world->GetFlowBackend() && m_nranks >= 2 &&
            op.bytes > 0 && !m.ringConflict && m.plan.algo == "ring" &&
-           m.plan.pipelineDepth == 1 && (m_world->RingNetSlots(m.plan.proto) == 1 || NumServers() == 1) &&
+           m.plan.pipelineDepth == 1 &&
+           (m_world->RingNetSlots(m.plan.proto) == 1 || NumServers() == 1) &&
            (op.coll == CollKind::AllReduce || op.coll == CollKind::AllGather ||
             op.coll == CollKind::ReduceScatter);
 }
