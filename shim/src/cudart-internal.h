@@ -19,8 +19,11 @@ bool SyncMemops(int device);
 // cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) on `device`: waiting threads sleep until an
 // interrupt wakes them (a longer wake-up than spinning) (runtime.cc).
 bool BlockingSync(int device);
-// cudaDeviceReset: the device's limits go back to their defaults (runtime.cc).
+// cudaDeviceReset: the device's limits go back to their defaults and its peer mappings are
+// dropped (runtime.cc).
 void ResetDeviceLimits(int device);
+// Whether either GPU mapped the other's memory (cudaDeviceEnablePeerAccess) (runtime.cc).
+bool PeerAccessEnabled(int a, int b);
 // cudaMemcpy2D(Async), `ptsz`: the null stream means cudaStreamPerThread (memory.cc).
 cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                      cudaMemcpyKind kind, cudaStream_t stream, bool async, bool ptsz);

@@ -159,7 +159,12 @@ cudaError_t RecordCopy(const StreamRef& s, const CopyShape& c, size_t bytes) {
   Line l(s.device, "memcpy");
   l.Str("kind", c.kind).U64("bytes", bytes).Int("stream", s.id).Bool("async", !c.blocksHost);
   // A peer copy crosses between two GPUs (ranks): the simulator moves it over their link.
-  if (c.kind[0] == 'p') l.Rank("src_rank", c.srcDev).Rank("dst_rank", c.dstDev);
+  if (c.kind[0] == 'p') {
+    l.Rank("src_rank", c.srcDev).Rank("dst_rank", c.dstDev);
+    // Without a peer mapping either way the runtime stages the bytes through host memory
+    // (CUDA Programming Guide, "Peer-to-Peer Memory Copy").
+    if (!PeerAccessEnabled(c.srcDev, c.dstDev)) l.Bool("staged", true);
+  }
   // The runtime copies between device buffers with a kernel it launches.
   if (c.kind[0] == 'p' || !strcmp(c.kind, "d2d")) ChargeApi(ApiCost::MemcpyD2D);
   if (c.pageable) l.Bool("pageable", true);

@@ -166,6 +166,8 @@ struct DeviceSettings {
   bool limitsSet[kMaxDevices] = {};
   size_t limits[kMaxDevices][kLimits];
   std::atomic<unsigned> flags[kMaxDevices] = {};
+  // cudaDeviceEnablePeerAccess: bit p of peers[d] = device d may access device p's memory.
+  std::atomic<uint64_t> peers[kMaxDevices] = {};
 };
 
 DeviceSettings& Settings() {
@@ -216,6 +218,16 @@ void ResetDeviceLimits(int device) {
   if (device < 0 || device >= kMaxDevices) return;
   std::lock_guard<std::mutex> lock(Settings().mu);
   Settings().limitsSet[device] = false;
+  // A reset device's context is gone, and with it its peer mappings and those onto it.
+  Settings().peers[device].store(0, std::memory_order_relaxed);
+  for (auto& p : Settings().peers) p.fetch_and(~(uint64_t{1} << device), std::memory_order_relaxed);
+}
+
+bool PeerAccessEnabled(int a, int b) {
+  if (a < 0 || b < 0 || a >= kMaxDevices || b >= kMaxDevices) return false;
+  const DeviceSettings& d = Settings();
+  return (d.peers[a].load(std::memory_order_relaxed) >> b & 1) ||
+         (d.peers[b].load(std::memory_order_relaxed) >> a & 1);
 }
 
 cudaError_t Ret(cudaError_t e) {
@@ -413,16 +425,29 @@ cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevi
   return cudaSuccess;
 }
 
+// Peer access is per direction: the current device's context maps `peerDevice`'s memory. CUDA's
+// errors: a device is not its own peer (cudaDeviceCanAccessPeer says 0), enabling twice and
+// disabling what was never enabled are errors. Copies between two GPUs with no mapping either
+// way are staged through host memory (memory.cc RecordCopy).
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   GPUSIM_API(Call);
-  if (!DeviceValid(peerDevice)) return Ret(cudaErrorInvalidDevice);
+  const int dev = CurrentDevice();
+  if (!DeviceValid(peerDevice) || peerDevice == dev) return Ret(cudaErrorInvalidDevice);
   if (flags != 0) return Ret(cudaErrorInvalidValue);
+  const uint64_t bit = uint64_t{1} << peerDevice;
+  if (Settings().peers[dev].fetch_or(bit, std::memory_order_relaxed) & bit)
+    return Ret(cudaErrorPeerAccessAlreadyEnabled);
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   GPUSIM_API(Call);
-  return DeviceValid(peerDevice) ? cudaSuccess : Ret(cudaErrorInvalidDevice);
+  const int dev = CurrentDevice();
+  if (!DeviceValid(peerDevice) || peerDevice == dev) return Ret(cudaErrorInvalidDevice);
+  const uint64_t bit = uint64_t{1} << peerDevice;
+  if (!(Settings().peers[dev].fetch_and(~bit, std::memory_order_relaxed) & bit))
+    return Ret(cudaErrorPeerAccessNotEnabled);
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {

@@ -159,6 +159,37 @@ TEST(Device, FlagsAreStoredPerDevice) {
   cudaGetLastError();
 }
 
+// Peer access as CUDA keeps it: per direction, enabled once, not onto the device itself, and
+// gone with cudaDeviceReset.
+TEST(Device, PeerAccessIsTrackedPerDirection) {
+  if (getenv("GPUSIM_DEVICES") || getenv("CUDA_VISIBLE_DEVICES")) GTEST_SKIP() << "device count overridden";
+  int can = -1;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 4, 4), cudaSuccess);
+  EXPECT_EQ(can, 0) << "a device is not its own peer";
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 4, 5), cudaSuccess);
+  EXPECT_EQ(can, 1);
+  ASSERT_EQ(cudaSetDevice(4), cudaSuccess);
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(4, 0), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(5, 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceDisablePeerAccess(5), cudaErrorPeerAccessNotEnabled);
+  ASSERT_EQ(cudaDeviceEnablePeerAccess(5, 0), cudaSuccess);
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(5, 0), cudaErrorPeerAccessAlreadyEnabled);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorPeerAccessAlreadyEnabled) << "the failure is the last error";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "and not sticky";
+  // Device 5 has not mapped device 4: that direction is its own.
+  ASSERT_EQ(cudaSetDevice(5), cudaSuccess);
+  EXPECT_EQ(cudaDeviceDisablePeerAccess(4), cudaErrorPeerAccessNotEnabled);
+  ASSERT_EQ(cudaDeviceEnablePeerAccess(4, 0), cudaSuccess);
+  // Resetting device 4 drops its mappings and the ones onto it.
+  ASSERT_EQ(cudaSetDevice(4), cudaSuccess);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceDisablePeerAccess(5), cudaErrorPeerAccessNotEnabled);
+  ASSERT_EQ(cudaSetDevice(5), cudaSuccess);
+  EXPECT_EQ(cudaDeviceDisablePeerAccess(4), cudaErrorPeerAccessNotEnabled);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaGetLastError();
+}
+
 // Exported by the shim only as not-supported stubs.
 extern "C" cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
 extern "C" cudaError_t cudaIpcGetEventHandle(void* handle, cudaEvent_t event);

@@ -7,6 +7,7 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <sstream>
 
@@ -1053,8 +1054,10 @@ CudaContext::SetPeerCopyNetwork(Ptr<NcclWorld> world, RankGpuMap gpuOfRank)
 bool
 CudaContext::IsNetworkCopy(const Op& op) const
 {
+    // A staged copy goes through host memory, not over the GPUs' link (the cost model's).
     return op.kind == OpKind::Memcpy && op.copyKind == gpusim::MemcpyKind::PeerToPeer &&
-           op.srcRank >= 0 && op.dstRank >= 0 && m_peerWorld && m_peerWorld->GetBackend();
+           !op.staged && op.srcRank >= 0 && op.dstRank >= 0 && m_peerWorld &&
+           m_peerWorld->GetBackend();
 }
 
 void
@@ -1072,12 +1075,19 @@ CudaContext::StartPeerCopy(const Op& op, std::function<void()> done)
     }
     // The copy engine's setup, then the bytes cross the NVLink (or NIC) path, sharing its links
     // with whatever else is in flight. The flow key spreads a rank's streams over ECMP paths.
+    // Inside a server the copy engines reach only part of the NVLink path's rate.
     const uint64_t flowKey =
         (static_cast<uint64_t>(m_rank) << 32) ^ static_cast<uint64_t>(op.stream);
+    Ptr<ClusterTopology> topo = m_peerWorld->GetTopology();
+    const bool nvlink = topo && topo->ServerOf(src) == topo->ServerOf(dst);
+    const uint64_t wireBytes =
+        nvlink ? static_cast<uint64_t>(
+                     std::ceil(op.bytes / KernelCostModel::kPeerCopyLinkEfficiency))
+               : op.bytes;
     m_peerWorld->StartTransfer(MicroSecondsToTime(KernelCostModel::kCopySetupUs),
                                src,
                                dst,
-                               op.bytes,
+                               wireBytes,
                                flowKey,
                                false,
                                std::move(done));

@@ -187,6 +187,14 @@ KernelCostModel::RooflineSeconds(const Op& op, const gpusim::GpuSpec& spec) cons
         case MemcpyKind::HostToHost:
         case MemcpyKind::Default:
             return kCopySetupUs * 1e-6 + op.bytes / spec.pcieBytesPerSec;
+        case MemcpyKind::PeerToPeer:
+            if (op.staged)
+            {
+                // Out through one GPU's PCIe link into host memory and in through the other's.
+                return kCopySetupUs * 1e-6 +
+                       op.bytes / (spec.pcieBytesPerSec * kStagedPeerPcieFraction);
+            }
+            [[fallthrough]];
         default:
             // d2d, and p2p copies without their ranks (or without a network): read + write
             // through HBM. Peer copies with ranks cross the network (CudaContext::StartPeerCopy).

@@ -37,6 +37,16 @@ class KernelCostModel : public Object
     /// Fixed cost of every copy and memset (copy-engine setup), microseconds; peer copies on
     /// the network pay it before their transfer starts.
     static constexpr double kCopySetupUs = 1.0;
+    /// Copy engines between two GPUs of a server reach this fraction of the NVLink path's rate:
+    /// 376 GB/s of NVLink4's 450 GB/s per direction on an HGX H100 (cudaMemcpyPeerAsync with peer
+    /// access, CUDA samples' p2pBandwidthLatencyTest, unidirectional P2P writes, median of GPU
+    /// 0's row: NVIDIA/nccl issue 1264). No A100 figure was found; the fraction carries over.
+    static constexpr double kPeerCopyLinkEfficiency = 376.0 / 450.0;
+    /// Peer copies without a peer mapping (no cudaDeviceEnablePeerAccess either way) are staged
+    /// through host memory: 37 GB/s on the same HGX H100 (p2pBandwidthLatencyTest, P2P=Disabled,
+    /// 36.3 - 38.1 GB/s off the diagonal), this fraction of its PCIe Gen5 x16 rate (64 GB/s);
+    /// other GPUs take the same fraction of their PCIe rate.
+    static constexpr double kStagedPeerPcieFraction = 37.0 / 64.0;
 
     /// What-if: multiply the time of kernels whose name matches `regex` by `factor`
     /// (e.g. 0.5 makes matching GEMMs twice as fast). Rules apply in the order added.

@@ -351,6 +351,17 @@ ParseMemcpyFields(const LineReader& r, Op& op)
     {
         r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
     }
+    if (r.Object()["staged"].get(a) == simdjson::SUCCESS)
+    {
+        if (a.get_bool().get(op.staged) != simdjson::SUCCESS)
+        {
+            r.Fail("field 'staged' must be true or false");
+        }
+        if (op.staged && op.copyKind != MemcpyKind::PeerToPeer)
+        {
+            r.Fail("'staged' is for p2p copies only");
+        }
+    }
     if (op.srcRank >= 0 && op.srcRank == op.dstRank)
     {
         r.Fail("a p2p copy needs two different ranks");
@@ -840,6 +851,10 @@ OpToJsonLine(const Op& op)
         if (op.srcRank >= 0 || op.dstRank >= 0)
         {
             w.Key("src_rank").Int(op.srcRank).Key("dst_rank").Int(op.dstRank);
+        }
+        if (op.staged)
+        {
+            w.Key("staged").Bool(true);
         }
         break;
     case OpKind::Memset:

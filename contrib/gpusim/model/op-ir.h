@@ -130,6 +130,8 @@ struct Op
     int32_t srcRank = -1; //!< PeerToPeer: rank whose GPU holds the source (-1: unknown)
     int32_t dstRank = -1; //!< PeerToPeer: rank whose GPU receives the bytes (-1: unknown)
     bool async = true;    //!< false: host blocks until the copy is done (cudaMemcpy)
+    bool staged = false;  //!< PeerToPeer with no peer mapping either way (no
+                          //!< cudaDeviceEnablePeerAccess): staged through host memory
     bool query = false;   //!< StreamSync/EventSync recorded from a completed cudaStreamQuery /
                           //!< cudaEventQuery (a poll) rather than a synchronize call
     double wakeUs = 0;    //!< blocking calls: host time from the awaited work's end to the

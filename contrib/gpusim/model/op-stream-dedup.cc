@@ -150,6 +150,7 @@ HashOps(const std::vector<Op>& ops, const std::vector<Op>* ownInits, bool withTi
         case OpKind::Memcpy:
             h.Value(op.copyKind);
             h.Value(op.async);
+            h.Value(op.staged);
             h.Value(op.bytes);
             h.Value(op.srcRank); // absolute, like `root`: the GPUs the bytes cross between
             h.Value(op.dstRank);
@@ -311,6 +312,7 @@ SameOpForSharing(const Op& a, const Op& b)
         return std::tie(o.kind, o.thread, o.cpuUs, o.stream, o.name, o.durUs, o.bytes, o.grid,
                         o.block, o.sharedMem, o.flops, o.memBytes, o.gemm.m, o.gemm.n, o.gemm.k,
                         o.gemm.batch, o.gemm.dtype, o.gemm.smMargin, o.copyKind, o.srcRank, o.dstRank, o.async,
+                        o.staged,
                         o.query, o.event, o.flags, o.priority, o.ptr, o.coll, o.comm, o.seq,
                         o.dtype, o.count, o.root, o.peer, o.group, o.nranks, o.token, o.phase,
                         o.recordedUs);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <climits>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +25,69 @@ namespace ns3
 namespace
 {
 volatile sig_atomic_t g_interrupted = 0;
+
+/// The file execvp would run for `name`: itself if it names a path, else the first executable
+/// of that name on PATH; empty when none.
+std::string
+ResolveOnPath(const std::string& name)
+{
+    if (name.find('/') != std::string::npos)
+    {
+        return name;
+    }
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size())
+    {
+        size_t end = dirs.find(':', start);
+        if (end == std::string::npos)
+        {
+            end = dirs.size();
+        }
+        const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+        const std::string candidate = dir + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0)
+        {
+            return candidate;
+        }
+        start = end + 1;
+    }
+    return "";
+}
+
+/// Whether `file` is a program that carries NVIDIA's CUDA runtime inside: nvcc links
+/// libcudart_static.a unless told `-cudart shared`, and that runtime talks to the driver
+/// (libcuda.so.1) directly, past the shim. Its objects are named libcudart_static_<hash>; a
+/// program on the shared runtime names libcudart.so instead.
+bool
+CarriesStaticCudaRuntime(const std::string& file)
+{
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+    {
+        return false;
+    }
+    struct stat st;
+    bool found = false;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 4)
+    {
+        void* map = ::mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map != MAP_FAILED)
+        {
+            const char* data = static_cast<const char*>(map);
+            const size_t size = static_cast<size_t>(st.st_size);
+            auto contains = [&](const char* s) {
+                return ::memmem(data, size, s, std::strlen(s)) != nullptr;
+            };
+            found = std::memcmp(data, "\x7f" "ELF", 4) == 0 && contains("libcudart_static_") &&
+                    !contains("libcudart.so");
+            ::munmap(map, st.st_size);
+        }
+    }
+    ::close(fd);
+    return found;
+}
 
 void
 OnInterrupt(int sig)
@@ -48,6 +112,16 @@ ProgramLauncher::Spawn(const std::vector<std::string>& program,
     if (program.empty())
     {
         throw std::runtime_error("no program to run");
+    }
+    const std::string file = ResolveOnPath(program.front());
+    if (!file.empty() && CarriesStaticCudaRuntime(file))
+    {
+        throw std::runtime_error(
+            "cannot run " + program.front() +
+            ": it carries NVIDIA's CUDA runtime inside (nvcc links libcudart_static.a by "
+            "default), which talks to the GPU driver directly, past the gpusim shim; rebuild it "
+            "on the shared runtime: nvcc -cudart shared (CMake: "
+            "-DCMAKE_CUDA_RUNTIME_LIBRARY=Shared)");
     }
     std::vector<char*> argv;
     for (const auto& a : program)

@@ -97,7 +97,7 @@ TEST_F(LiveCopies, BlockingFollowsCudaAndPeerCopiesCrossNvlink)
               0)
         << ReadFile(m_dir + "/stderr");
     auto t = Times(out);
-    ASSERT_EQ(t.size(), 3u) << out;
+    ASSERT_EQ(t.size(), 4u) << out;
     const double bytes = 256.0 * 1024 * 1024;
     // Each API call and clock read costs 1 us of host time (--host-time fixed:1).
     const double slack = 5.0;
@@ -106,9 +106,14 @@ TEST_F(LiveCopies, BlockingFollowsCudaAndPeerCopiesCrossNvlink)
     const double d2d = 1.0 + 2 * bytes / (3.35e12 * 0.8) * 1e6;
     EXPECT_LT(t["d2d"].first, slack) << out;
     EXPECT_NEAR(t["d2d"].second, d2d, slack) << out;
-    // cudaMemcpyPeer returns at once; the bytes cross GPU0 -> NVSwitch -> GPU1 at 450 GB/s
-    // (dgx-h100), after the 1 us copy setup, plus two 0.5 us NVLink hops.
-    const double p2p = 1.0 + 2 * 0.5 + bytes / 450e9 * 1e6;
+    // cudaMemcpyPeer returns at once. Without peer access the bytes are staged through host
+    // memory at 37 GB/s (HGX H100, P2P disabled); with it they cross GPU0 -> NVSwitch -> GPU1
+    // at the copy engines' 376 of NVLink's 450 GB/s (dgx-h100), after the 1 us copy setup,
+    // plus two 0.5 us NVLink hops.
+    const double staged = 1.0 + bytes / 37e9 * 1e6;
+    EXPECT_LT(t["p2p_staged"].first, slack) << out;
+    EXPECT_NEAR(t["p2p_staged"].second, staged, slack) << out;
+    const double p2p = 1.0 + 2 * 0.5 + bytes / 376e9 * 1e6;
     EXPECT_LT(t["p2p"].first, slack) << out;
     EXPECT_NEAR(t["p2p"].second, p2p, slack) << out;
     // Device to host blocks until the copy is done: 1 us + S over PCIe at 64 GB/s.
@@ -120,6 +125,7 @@ TEST_F(LiveCopies, BlockingFollowsCudaAndPeerCopiesCrossNvlink)
     const std::string rank0 = ReadFile(trace + "/rank-0.jsonl");
     EXPECT_NE(rank0.find("\"kind\":\"p2p\""), std::string::npos) << rank0;
     EXPECT_NE(rank0.find("\"src_rank\":0,\"dst_rank\":1"), std::string::npos) << rank0;
+    EXPECT_NE(rank0.find("\"staged\":true"), std::string::npos) << "the copy without peer access";
     ASSERT_EQ(Run(kGpusim + " simulate " + trace + " " + cluster + " --json " + m_dir +
                       "/sim.json",
                   out),

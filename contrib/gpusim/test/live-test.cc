@@ -931,6 +931,26 @@ TEST(Live, UsageErrors)
                                "file or directory"),
               std::string::npos)
         << missing.err;
+    // A program with NVIDIA's CUDA runtime linked in (nvcc's default) would talk to the driver
+    // past the shim and fail with "CUDA driver version is insufficient": refused up front with
+    // the fix. The same bytes naming the shared runtime are not (the exec itself then fails).
+    const std::string elf = std::string("\x7f" "ELF", 4);
+    const std::string staticProgram = d.Path() + "/static_cudart";
+    const std::string sharedProgram = d.Path() + "/shared_cudart";
+    {
+        std::ofstream(staticProgram) << elf << std::string(64, '\0') << "libcudart_static_0d44431";
+        std::ofstream(sharedProgram)
+            << elf << std::string(64, '\0') << "libcudart_static_0d44431 libcudart.so.13";
+    }
+    ::chmod(staticProgram.c_str(), 0755);
+    ::chmod(sharedProgram.c_str(), 0755);
+    Result statically = Shell(d, kGpusim + " run --gpus 1 -- " + staticProgram);
+    EXPECT_EQ(statically.code, 2) << statically.err;
+    EXPECT_NE(statically.err.find("carries NVIDIA's CUDA runtime inside"), std::string::npos)
+        << statically.err;
+    EXPECT_NE(statically.err.find("nvcc -cudart shared"), std::string::npos) << statically.err;
+    Result shared = Shell(d, kGpusim + " run --gpus 1 -- " + sharedProgram);
+    EXPECT_EQ(shared.err.find("CUDA runtime inside"), std::string::npos) << shared.err;
     Result r = Shell(d, kGpusim + " run --sync eventually -- true");
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("--sync"), std::string::npos);

@@ -169,13 +169,26 @@ TEST(OpIr, PeerCopiesAndTf32GemmsRoundTripAndAreChecked)
     EXPECT_EQ(copy.copyKind, MemcpyKind::PeerToPeer);
     EXPECT_EQ(copy.srcRank, 0);
     EXPECT_EQ(copy.dstRank, 1);
+    EXPECT_FALSE(copy.staged);
     EXPECT_EQ(back.ranks[0].ops[1].gemm.dtype, DataType::TF32);
+    // A copy without a peer mapping (staged through host memory) keeps its mark.
+    JobTrace stagedJob = b.Build();
+    stagedJob.ranks[0].ops[0].staged = true;
+    std::string stagedDir = TempDir();
+    WriteJobTrace(stagedJob, stagedDir);
+    std::ifstream stagedIn(stagedDir + "/rank-0.jsonl");
+    std::getline(stagedIn, line);
+    EXPECT_NE(line.find("\"staged\":true"), std::string::npos) << line;
+    EXPECT_TRUE(ReadJobTrace(stagedDir).ranks[0].ops[0].staged);
     EXPECT_EQ(DataTypeSize(DataType::TF32), 4u) << "TF32 math on FP32 storage";
 
     ExpectBad("{\"op\":\"memcpy\",\"kind\":\"d2d\",\"src_rank\":1,\"dst_rank\":0}\n",
               "for p2p copies only", 1);
     ExpectBad("{\"op\":\"memcpy\",\"kind\":\"p2p\",\"src_rank\":1,\"dst_rank\":1}\n",
               "two different ranks", 1);
+    ExpectBad("{\"op\":\"memcpy\",\"kind\":\"d2d\",\"staged\":true}\n", "'staged' is for p2p", 1);
+    ExpectBad("{\"op\":\"memcpy\",\"kind\":\"p2p\",\"staged\":1}\n",
+              "'staged' must be true or false", 1);
     ExpectBad("{\"op\":\"coll\",\"coll\":\"allreduce\",\"comm\":\"c\",\"dtype\":\"tf32\"}\n",
               "unknown dtype 'tf32'", 1);
     // A rank the job does not have.
