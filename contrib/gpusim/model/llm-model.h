@@ -140,6 +140,10 @@ struct TrainingPlan
     /// squared norm (one fp32) is all-reduced over the model-parallel group, or over every
     /// rank with the distributed optimizer, between the gradient pass and Adam.
     bool clipGrad = true;
+    /// Host time before each kernel, copy, memset and collective is issued (µs): the
+    /// framework's per-op cost in eager mode (Python, the dispatcher, the launch). 0: the host
+    /// never waits between ops (CUDA graphs).
+    double hostLaunchUs = 16.7;
 
     uint32_t Gpus() const
     {

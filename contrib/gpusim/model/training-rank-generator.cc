@@ -109,6 +109,11 @@ RankGenerator::Push(OpKind kind, int64_t stream)
     Op& op = m_trace.ops.back();
     op.kind = kind;
     op.stream = stream;
+    if (kind == OpKind::Kernel || kind == OpKind::Memcpy || kind == OpKind::Memset ||
+        kind == OpKind::Collective)
+    {
+        op.cpuUs = m_p.hostLaunchUs; // the host's own time to reach this launch
+    }
     return op;
 }
 

@@ -40,6 +40,7 @@ DpPlan()
 {
     TrainingPlan p = Plan(1, 1, 2, 8);
     p.distributedOptimizer = true;
+    p.hostLaunchUs = 0; // the host ahead of the GPU: only the scalar collectives differ
     return p;
 }
 
@@ -172,4 +173,47 @@ TEST(TrainingOverheads, GradientNormGroupIsModelParallelWithoutTheDistributedOpt
     {
         EXPECT_FALSE(op.kind == OpKind::Collective && op.comm.rfind("mp.", 0) == 0);
     }
+}
+
+// Eager mode's host time per launch (TrainingPlan::hostLaunchUs: Python, the dispatcher and
+// the launch; 16.7 us, the median gap between consecutive launches in a PyTorch eager trace
+// recorded on an H100 host). The host issues every kernel, copy and collective that long after
+// the one before. TinyGpt's kernels on one H100 all take less, so the host sets the pace:
+// each of the K launches adds exactly the gap, and 200 us more per launch cost K x 200 us.
+// GEMM-bound layers hide the same 16.7 us behind their kernels.
+TEST(TrainingOverheads, HostLaunchGapsPaceTinyKernelsAndHideBehindLongOnes)
+{
+    ClusterSpec one = gpusim_test::DgxH100(1);
+    one.gpusPerServer = 1;
+    one.nicsPerServer = 1;
+    TrainingPlan p = Plan(1, 1, 1, 2);
+    EXPECT_DOUBLE_EQ(p.hostLaunchUs, 16.7) << "eager mode by default";
+    const GeneratedTraining g = GenerateTraining(TinyGpt(), p);
+    uint32_t launches = 0;
+    for (const Op& op : OpsOf(*g.job, 0))
+    {
+        const bool launch = op.kind == OpKind::Kernel || op.kind == OpKind::Memcpy ||
+                            op.kind == OpKind::Memset || op.kind == OpKind::Collective;
+        EXPECT_EQ(op.cpuUs, launch ? 16.7 : 0.0) << ToString(op.kind) << " " << op.name;
+        launches += launch;
+    }
+    ASSERT_GT(launches, 100u);
+    auto iterationUs = [&](const ModelSpec& m, double gapUs) {
+        TrainingPlan q = p;
+        q.hostLaunchUs = gapUs;
+        const TrainingReport r = SimulateTraining(GenerateTraining(m, q), one);
+        EXPECT_TRUE(r.completed) << r.stuck;
+        return r.iterationUs;
+    };
+    const double at200 = iterationUs(TinyGpt(), 200);
+    const double at400 = iterationUs(TinyGpt(), 400);
+    EXPECT_NEAR(at400 - at200, launches * 200.0, 0.01 * launches);
+    const double graphs = iterationUs(TinyGpt(), 0);
+    EXPECT_GT(iterationUs(TinyGpt(), 16.7), graphs + 0.5 * launches * (16.7 - 2.0))
+        << "the 2 us kernels wait for the host";
+    // A GEMM-bound GPT: its GEMMs take milliseconds, so the host runs ahead after the first
+    // launches and the gaps cost next to nothing.
+    const ModelSpec wide = gpusim_test::GemmBoundGpt(2);
+    const double wideGraphs = iterationUs(wide, 0);
+    EXPECT_LT(iterationUs(wide, 16.7) - wideGraphs, 1e-3 * wideGraphs);
 }

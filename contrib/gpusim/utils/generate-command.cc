@@ -22,7 +22,7 @@ const std::set<std::string> kPlanOptions = {"model", "model-file", "tp", "pp", "
                                             "vpp", "micro-batch", "global-batch", "seq-length",
                                             "recompute", "recompute-layers", "bucket-params",
                                             "grad-dtype",
-                                            "fp8-recipe"};
+                                            "fp8-recipe", "host-launch-us"};
 const std::set<std::string> kPlanFlags = {"sp", "distributed-optimizer",
                                           "no-overlap-grad-reduce", "no-overlap-param-gather",
                                           "tp-comm-overlap", "no-overlap-p2p-comm",
@@ -45,7 +45,7 @@ PrintGenerateUsage(std::ostream& os)
           "         [--no-overlap-p2p-comm]\n"
           "         [--bucket-params P] [--grad-dtype f32|bf16]\n"
           "         [--no-flash-attn] [--no-cross-entropy-fusion]\n"
-          "         [--no-loss-allreduce] [--no-clip-grad]\n"
+          "         [--no-loss-allreduce] [--no-clip-grad] [--host-launch-us US]\n"
           "         [--fp8 [--fp8-recipe delayed|current]]\n"
           "         [--preset NAME | --cluster FILE] [cluster and NCCL options as for "
           "'collective']\n"
@@ -138,6 +138,11 @@ ModelAndPlanFromOptions(const Options& o, uint32_t clusterGpus, ModelSpec& model
     plan.crossEntropyFusion = !o.Has("no-cross-entropy-fusion");
     plan.lossAllReduce = !o.Has("no-loss-allreduce");
     plan.clipGrad = !o.Has("no-clip-grad");
+    plan.hostLaunchUs = o.Number("host-launch-us", plan.hostLaunchUs);
+    if (!(plan.hostLaunchUs >= 0 && plan.hostLaunchUs <= 1e6))
+    {
+        throw UsageError("--host-launch-us must be 0 to 1000000");
+    }
     const std::string g = o.Get("grad-dtype", "f32");
     if (g != "f32" && g != "bf16")
     {

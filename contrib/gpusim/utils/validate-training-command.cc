@@ -675,6 +675,8 @@ PrintUsage(std::ostream& os)
           "  GEMM efficiency, gpu-spec.cc); --gemm-shape-model: what-if, GEMMs by tile and\n"
           "  wave quantization (kernel-cost-model.cc)\n"
           "  --memory-efficiency E: what-if replacement of the GPU's HBM efficiency\n"
+          "  --host-launch-us US: what-if, the host's time before each kernel, copy and\n"
+          "  collective of every row (as for 'generate')\n"
           "  --fidelity auto|chunk|collective|flows (default flows), --ranks\n"
           "  all|mirrored|lockstep\n"
           "  (default mirrored): as for 'generate'; '--fidelity chunk --ranks all' is the\n"
@@ -691,7 +693,7 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
     {
         Options o(args,
                   {"table", "max-gpus", "json", "markdown", "svg", "gemm-efficiency",
-                   "memory-efficiency", "fidelity", "ranks"},
+                   "memory-efficiency", "fidelity", "ranks", "host-launch-us"},
                   {"help", "gemm-shape-model"});
         if (o.Has("help"))
         {
@@ -714,6 +716,11 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
         {
             throw UsageError("--gemm-efficiency and --memory-efficiency must be in (0, 1]");
         }
+        const double hostLaunchUs = o.Number("host-launch-us", -1);
+        if (o.Has("host-launch-us") && !(hostLaunchUs >= 0 && hostLaunchUs <= 1e6))
+        {
+            throw UsageError("--host-launch-us must be 0 to 1000000");
+        }
         TrainingSpeed speed;
         speed.fidelity = FidelityOption(o, speed.fidelity);
         speed.mirrorRanks = MirroredRanksOption(o, "mirrored");
@@ -724,6 +731,10 @@ ValidateTrainingCommand(const std::vector<std::string>& args, std::ostream& out,
             {
                 r.note = "more than --max-gpus " + std::to_string(maxGpus) + " GPUs";
                 continue;
+            }
+            if (hostLaunchUs >= 0)
+            {
+                r.plan.hostLaunchUs = hostLaunchUs;
             }
             RunTrainingValidationRow(r, o.Has("gemm-shape-model") ? kGemmShapeModel : gemmEff,
                                      memEff, speed);
