@@ -59,6 +59,8 @@ PrintGenerateUsage(std::ostream& os)
           "  --fp8: the transformer layers' GEMMs in fp8 as Megatron-Core with Transformer\n"
           "  Engine runs --fp8-format hybrid (H100/H200); --fp8-recipe delayed (default) or\n"
           "  current (Megatron's tensorwise) scaling (doc/generate.md \"fp8\")\n"
+          "  --host-launch-us US: host time before each kernel, copy and collective (default\n"
+          "  16.7, PyTorch eager mode on an H100 host; 0: CUDA graphs, the host always ahead)\n"
           "  --dp defaults to the cluster's GPUs / (TP x CP x PP) when --servers or --cluster is\n"
           "  given, else 1. Exit code 4: the plan does not fit in device memory.\n"
           "  Speed: --fidelity flows (default; auto|chunk|collective|flows as for\n"
