@@ -335,32 +335,17 @@ ParseMemcpyFields(const LineReader& r, Op& op)
     {
         r.Fail("unknown memcpy kind '" + k + "'");
     }
-    simdjson::dom::element a;
-    if (r.Object()["async"].get(a) == simdjson::SUCCESS)
-    {
-        bool b;
-        if (a.get_bool().get(b) != simdjson::SUCCESS)
-        {
-            r.Fail("field 'async' must be true or false");
-        }
-        op.async = b;
-    }
+    op.async = r.Bool("async", true);
     op.srcRank = r.Signed32("src_rank", -1);
     op.dstRank = r.Signed32("dst_rank", -1);
     if ((op.srcRank >= 0 || op.dstRank >= 0) && op.copyKind != MemcpyKind::PeerToPeer)
     {
         r.Fail("'src_rank'/'dst_rank' are for p2p copies only");
     }
-    if (r.Object()["staged"].get(a) == simdjson::SUCCESS)
+    op.staged = r.Bool("staged", false);
+    if (op.staged && op.copyKind != MemcpyKind::PeerToPeer)
     {
-        if (a.get_bool().get(op.staged) != simdjson::SUCCESS)
-        {
-            r.Fail("field 'staged' must be true or false");
-        }
-        if (op.staged && op.copyKind != MemcpyKind::PeerToPeer)
-        {
-            r.Fail("'staged' is for p2p copies only");
-        }
+        r.Fail("'staged' is for p2p copies only");
     }
     if (op.srcRank >= 0 && op.srcRank == op.dstRank)
     {
